@@ -1,0 +1,1 @@
+"""Engines explore a Machine: explicit BFS, simulation (Z3 and Spark elsewhere)."""

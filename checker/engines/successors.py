@@ -1,0 +1,259 @@
+"""Successors of a batch of packed states, computed with whole-batch NumPy code.
+
+This is the kernel both the local BFS and the Spark engine run. For every
+action instance it evaluates the guard on the whole batch, then the updates,
+range checks, step invariants and constraints on the enabled lanes only, and
+writes successor words by clearing and setting the changed slots' bits.
+
+Step invariants and constraints are specialised per action at build time: the
+after-state's variables are replaced by the action's update expressions, so a
+property over (before, after) becomes one over `before` alone, and a property
+an action cannot affect folds to TRUE and costs nothing.
+
+Every transition carries a generation key `parent_index * n_actions + action`.
+Frontiers are sorted by fingerprint, so the smallest key among a state's
+generators names its canonical predecessor: smallest parent fingerprint, then
+smallest action id. Engines pick counterexamples by the same rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from checker.backends.vector import compile_batch, dtype_for
+from checker.lang import expr as E
+from checker.lang.expr import BOOL, Expr
+from checker.lang.machine import ActionInstance, Machine
+from checker.packing import U64, Layout
+
+
+@dataclass
+class _ActionProgram:
+    """Compiled effects of one action instance and what each output means."""
+
+    action: ActionInstance
+    fn: object
+    update_slots: list[int]
+    n_checks: int  # outputs after the updates that must be TRUE, else an evaluation error
+    step_props: list[int]  # step invariant index for each following output
+    n_constraints: int
+
+
+@dataclass
+class Expansion:
+    """Successors of one batch, in generation order, plus what was observed."""
+
+    words: list[np.ndarray]
+    gen: np.ndarray  # int64 generation keys
+    enabled: np.ndarray  # per action instance: lanes where its guard held
+    deadlocked: np.ndarray  # parent lanes with no enabled action
+    step_violation: tuple[int, int] | None = None  # (gen key, step invariant index), smallest
+    error: int | None = None  # smallest gen key whose evaluation failed
+    guard_error: int | None = None  # smallest parent lane whose guard read out of range
+    per_action: list[np.ndarray] = field(default_factory=list)
+
+
+class Kernel:
+    """A Machine compiled for batches of packed states."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.layout = Layout(machine)
+        self.n_actions = len(machine.actions)
+        self.bool_slots = {s.index for s in machine.slots if s.leaf.sort == BOOL}
+        guards = [a.guard for a in machine.actions]
+        guard_defs = [E.defined(g) for g in guards]
+        self._guard_def_idx = [i for i, d in enumerate(guard_defs) if not d.is_const]
+        programs_roots = [self._effect_roots(a) for a in machine.actions]
+        props = machine.invariants + machine.lemmas
+        inv_roots = [p.expr for p in props] + [E.defined(p.expr) for p in props]
+        all_roots = guards + guard_defs + inv_roots + [r for roots, _ in programs_roots
+                                                       for r in roots]
+        self.dtype = dtype_for(all_roots)
+        self._guards = compile_batch(guards + [guard_defs[i] for i in self._guard_def_idx],
+                                     self.dtype, "guards")
+        self._programs = [
+            _ActionProgram(a, compile_batch(roots, self.dtype, f"effects_{a.id}"), *meta)
+            for a, (roots, meta) in zip(machine.actions, programs_roots, strict=True)]
+        self.property_names = [p.name for p in props]
+        self._invariants = compile_batch(inv_roots, self.dtype, "invariants")
+
+    # -- building ----------------------------------------------------------
+    def _effect_roots(self, a: ActionInstance) -> tuple[list[Expr], tuple]:
+        m = self.machine
+        updates = dict(a.updates)
+        base = {s.index: E.var(s.index, s.leaf.sort, s.lo, s.hi) for s in m.slots}
+
+        def after(v: Expr) -> Expr | None:
+            if v.frame == 1:
+                return updates.get(v.slot, base[v.slot])
+            return None
+
+        def successor(v: Expr) -> Expr | None:
+            return updates.get(v.slot) if v.frame == 0 else None
+
+        checks: list[Expr] = []
+        for slot, e in a.updates:
+            s = m.slots[slot]
+            checks.append(E.defined(e))
+            checks.append(E.And(E.le(s.lo, e), E.le(e, s.hi)))
+        checks += [cond for cond, _ in a.write_checks]
+        steps = [E.substitute(p.expr, after) for p in m.step_invariants]
+        constraints = [E.substitute(p.expr, successor) for p in m.constraints]
+        checks += [E.defined(x) for x in steps + constraints]
+        checks = [c for c in checks if not (c.is_const and c.value)]
+        live_steps = [(i, x) for i, x in enumerate(steps) if not (x.is_const and x.value)]
+        roots = ([e for _, e in a.updates] + checks + [x for _, x in live_steps] + constraints)
+        meta = ([slot for slot, _ in a.updates], len(checks), [i for i, _ in live_steps],
+                len(constraints))
+        return roots, meta
+
+    # -- evaluation -----------------------------------------------------------
+    def reader(self, words: list[np.ndarray]):
+        cache: dict[int, np.ndarray] = {}
+        layout, bools, dtype = self.layout, self.bool_slots, self.dtype
+
+        def read(j: int) -> np.ndarray:
+            got = cache.get(j)
+            if got is None:
+                f = layout.fields[j]
+                raw = (words[f.word] >> U64(f.offset)) & U64(f.mask)
+                if j in bools:
+                    got = raw.astype(bool)
+                else:
+                    got = raw.astype(dtype)
+                    if f.lo:
+                        got += dtype.type(f.lo)
+                cache[j] = got
+            return got
+
+        return read
+
+    def violated_properties(self, words: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Per state: index of the first violated invariant/lemma (-1 if none), and
+        whether evaluating some property read out of range."""
+        n = len(words[0])
+        k = len(self.property_names)
+        if k == 0:
+            return np.full(n, -1), np.zeros(n, dtype=bool)
+        read = self.reader(words)
+        outs = self._invariants(read, read)
+        first = np.full(n, -1, dtype=np.int64)
+        undefined = np.zeros(n, dtype=bool)
+        for i in range(k - 1, -1, -1):
+            ok = np.broadcast_to(outs[i], (n,))
+            first[~ok] = i
+            undefined |= ~np.broadcast_to(outs[k + i], (n,))
+        return first, undefined
+
+    def expand(self, words: list[np.ndarray], first_parent: int,
+               check_deadlock: bool) -> Expansion:
+        n = len(words[0])
+        read = self.reader(words)
+        outs = self._guards(read, read)
+        A = self.n_actions
+        guard_vals = outs[:A]
+        succ_words: list[list[np.ndarray]] = [[] for _ in range(self.layout.n_words)]
+        gens: list[np.ndarray] = []
+        per_action: list[np.ndarray] = []
+        enabled = np.zeros(A, dtype=np.int64)
+        any_enabled = np.zeros(n, dtype=bool) if check_deadlock else None
+        result = Expansion([], np.empty(0, np.int64), enabled, np.empty(0, np.int64))
+        for pos, i in enumerate(self._guard_def_idx):
+            bad = ~np.broadcast_to(outs[A + pos], (n,))
+            if bad.any():
+                lane = int(np.flatnonzero(bad)[0])
+                key = (first_parent + lane) * A + i
+                result.guard_error = key if result.guard_error is None else \
+                    min(result.guard_error, key)
+        for prog, g in zip(self._programs, guard_vals, strict=True):
+            if isinstance(g, bool | np.bool_):
+                if not g:
+                    per_action.append(np.empty(0, np.int64))
+                    continue
+                idx = np.arange(n)
+            else:
+                idx = np.flatnonzero(g)
+            if any_enabled is not None:
+                any_enabled[idx] = True
+            enabled[prog.action.id] = len(idx)
+            if len(idx) == 0:
+                per_action.append(idx)
+                continue
+            self._apply(prog, words, read, idx, first_parent, result, succ_words, gens)
+            per_action.append(idx)
+        if any_enabled is not None:
+            result.deadlocked = np.flatnonzero(~any_enabled) + first_parent
+        result.words = [np.concatenate(ws) if ws else np.empty(0, U64) for ws in succ_words]
+        result.gen = np.concatenate(gens) if gens else np.empty(0, np.int64)
+        return result
+
+    def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
+               result: Expansion, succ_words: list[list[np.ndarray]],
+               gens: list[np.ndarray]) -> None:
+        cache: dict[int, np.ndarray] = {}
+
+        def sub(j: int) -> np.ndarray:
+            got = cache.get(j)
+            if got is None:
+                got = read(j)[idx]
+                cache[j] = got
+            return got
+
+        m = len(idx)
+        outs = prog.fn(sub, sub)
+        k_upd = len(prog.update_slots)
+        A = self.n_actions
+        gen = (idx.astype(np.int64) + first_parent) * A + prog.action.id
+        keep = np.ones(m, dtype=bool)
+        pos = k_upd
+        if prog.n_checks:
+            ok = np.ones(m, dtype=bool)
+            for c in outs[pos:pos + prog.n_checks]:
+                ok &= np.broadcast_to(c, (m,))
+            if not ok.all():
+                bad_key = int(gen[~ok].min())
+                result.error = bad_key if result.error is None else min(result.error, bad_key)
+                keep &= ok
+            pos += prog.n_checks
+        for prop in prog.step_props:
+            holds = np.broadcast_to(outs[pos], (m,))
+            pos += 1
+            bad = keep & ~holds
+            if bad.any():
+                key = int(gen[bad].min())
+                if result.step_violation is None or key < result.step_violation[0]:
+                    result.step_violation = (key, prop)
+        for c in outs[pos:pos + prog.n_constraints]:
+            keep &= np.broadcast_to(c, (m,))
+        if not keep.all():
+            sel = np.flatnonzero(keep)
+            gen = gen[sel]
+            outs = [o if np.ndim(o) == 0 else o[sel] for o in outs[:k_upd]]
+        else:
+            sel = None
+        base_idx = idx if sel is None else idx[sel]
+        layout = self.layout
+        new_words = [w[base_idx] for w in words]
+        clear = [U64(0xFFFFFFFFFFFFFFFF)] * layout.n_words
+        sets: list[list[np.ndarray]] = [[] for _ in range(layout.n_words)]
+        for slot, value in zip(prog.update_slots, outs[:k_upd], strict=True):
+            f = layout.fields[slot]
+            if not f.bits:
+                continue
+            clear[f.word] = clear[f.word] & ~U64(f.mask << f.offset)
+            v = np.asarray(value)
+            raw = (v - f.lo) if f.lo else v
+            sets[f.word].append(raw.astype(U64) << U64(f.offset))
+        for w in range(layout.n_words):
+            if not sets[w]:
+                continue
+            acc = new_words[w] & clear[w]
+            for s in sets[w]:
+                acc |= s
+            new_words[w] = acc
+        for w in range(layout.n_words):
+            succ_words[w].append(new_words[w])
+        gens.append(gen)

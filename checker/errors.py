@@ -1,0 +1,28 @@
+"""Error kinds the CLI turns into one clear line and an exit code."""
+
+from __future__ import annotations
+
+
+class CheckerError(Exception):
+    """Base class: a problem the user can fix (exit code 2)."""
+
+
+class SpecError(CheckerError):
+    """A spec that cannot be built: bad types, Python control flow on symbols, ..."""
+
+
+class ModelError(CheckerError):
+    """A model file or parameter override that is malformed or names unknown things."""
+
+
+class TraceError(CheckerError):
+    """A trace file that does not parse or does not replay."""
+
+
+class EvalError(CheckerError):
+    """A reachable state where an action reads out of range or assigns outside a type."""
+
+    def __init__(self, message: str, state_index: int | None = None, action: int | None = None):
+        super().__init__(message)
+        self.state_index = state_index
+        self.action = action

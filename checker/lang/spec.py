@@ -1,0 +1,614 @@
+"""Declaring a spec and building it into a `Machine`.
+
+A spec declares parameters (bounds with defaults) and mutations (named
+switches for known wrong designs), and a build function that, given resolved
+parameters, declares variables, actions, initial states and properties:
+
+    counter = Spec("counter")
+    counter.param("limit", 5, "largest value")
+
+    @counter.build
+    def _(m, p):
+        m.var("x", Int(0, p.limit), init=0)
+
+        @m.action()
+        def inc(s):
+            require(s.x < p.limit)
+            s.x = s.x + 1
+
+Actions are traced once per parameter instance over a symbolic state with
+sequential semantics: a read after an assignment sees the new value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from checker.errors import CheckerError, ModelError, SpecError
+from checker.lang import expr as E
+from checker.lang.expr import BOOL, Expr, lift
+from checker.lang.machine import ActionInstance, Machine, Property, Slot, VarInfo, param_text
+from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
+
+_CHECKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# --- parameters -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class ParamDecl:
+    name: str
+    default: Any
+    doc: str
+    min: int | None = None
+    max: int | None = None
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def kind(self) -> type:
+        return type(self.default)
+
+    def coerce(self, value: Any, where: str) -> Any:
+        """Check (and parse, for command-line strings) a value for this parameter."""
+        kind = self.kind
+        if isinstance(value, str) and kind is not str:
+            text = value.strip().lower()
+            if kind is bool:
+                if text not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ModelError(f"{where}: parameter {self.name} wants true/false, got {value!r}")
+                value = text in ("true", "1", "yes")
+            else:
+                try:
+                    value = int(text)
+                except ValueError:
+                    raise ModelError(
+                        f"{where}: parameter {self.name} wants an integer, got {value!r}") from None
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ModelError(f"{where}: parameter {self.name} wants an integer, got {value!r}")
+        if kind is not int and not isinstance(value, kind):
+            raise ModelError(f"{where}: parameter {self.name} wants a {kind.__name__}, got {value!r}")
+        if self.min is not None and value < self.min:
+            raise ModelError(f"{where}: parameter {self.name}={value} is below its minimum {self.min}")
+        if self.max is not None and value > self.max:
+            raise ModelError(f"{where}: parameter {self.name}={value} is above its maximum {self.max}")
+        if self.choices is not None and value not in self.choices:
+            raise ModelError(f"{where}: parameter {self.name}={value!r} is not one of "
+                             f"{', '.join(self.choices)}")
+        return value
+
+
+class Params:
+    """Resolved parameter values, read as attributes: `p.requests`."""
+
+    def __init__(self, values: dict[str, Any], mutations: frozenset[str]):
+        self._values = dict(values)
+        self.mutations = mutations
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise SpecError(f"unknown parameter {name!r}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+# --- the spec declaration -------------------------------------------------
+
+class Spec:
+    """A named spec: parameters, mutations and a build function."""
+
+    def __init__(self, name: str, doc: str = ""):
+        self.name = name
+        self.doc = doc
+        self.module = sys._getframe(1).f_globals.get("__name__", "")
+        self.params: dict[str, ParamDecl] = {}
+        self.mutations: dict[str, str] = {}
+        self._build: Callable[[ModelBuilder, Params], None] | None = None
+
+    def param(self, name: str, default: Any, doc: str = "", *, min: int | None = None,
+              max: int | None = None, choices: Iterable[str] | None = None) -> None:
+        if name in self.params:
+            raise SpecError(f"spec {self.name}: parameter {name} declared twice")
+        if not isinstance(default, bool | int | str):
+            raise SpecError(f"spec {self.name}: parameter {name} must default to int, bool or str")
+        self.params[name] = ParamDecl(name, default, doc, min, max,
+                                      tuple(choices) if choices is not None else None)
+
+    @property
+    def ref(self) -> str:
+        """`module:attribute` under which this spec can be imported again."""
+        module = sys.modules.get(self.module)
+        for attr, value in vars(module).items() if module else ():
+            if value is self:
+                return f"{self.module}:{attr}"
+        return ""
+
+    def mutation(self, name: str, doc: str) -> None:
+        if name in self.mutations:
+            raise SpecError(f"spec {self.name}: mutation {name} declared twice")
+        self.mutations[name] = doc
+
+    def build(self, fn: Callable[[ModelBuilder, Params], None]) -> Callable:
+        self._build = fn
+        return fn
+
+    def resolve(self, overrides: dict[str, Any] | None = None, where: str = "parameters",
+                mutations: Iterable[str] = ()) -> Params:
+        values = {name: decl.default for name, decl in self.params.items()}
+        for name, value in (overrides or {}).items():
+            decl = self.params.get(name)
+            if decl is None:
+                known = ", ".join(self.params) or "none"
+                raise ModelError(f"{where}: spec {self.name} has no parameter {name!r} "
+                                 f"(known: {known})")
+            values[name] = decl.coerce(value, where)
+        muts = frozenset(mutations)
+        unknown = sorted(muts - set(self.mutations))
+        if unknown:
+            known = ", ".join(self.mutations) or "none"
+            raise ModelError(f"{where}: spec {self.name} has no mutation {unknown[0]!r} "
+                             f"(known: {known})")
+        return Params(values, muts)
+
+    def instantiate(self, overrides: dict[str, Any] | None = None,
+                    mutations: Iterable[str] = (), where: str = "parameters") -> Machine:
+        params = self.resolve(overrides, where, mutations)
+        if self._build is None:
+            raise SpecError(f"spec {self.name} has no build function")
+        builder = ModelBuilder(self, params)
+        try:
+            self._build(builder, params)
+        except CheckerError as exc:
+            raise SpecError(_located(exc, f"spec {self.name}")) from None
+        machine = builder.finish()
+        machine.spec_ref = self.ref
+        return machine
+
+
+def _located(exc: BaseException, context: str) -> str:
+    """Prefix an error with the spec file and line where it arose."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not os.path.abspath(f.filename).startswith(_CHECKER_DIR)]
+    where = f"{os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}{context}: {exc}"
+
+
+# --- symbolic state -------------------------------------------------------
+
+class _Trace:
+    """What tracing one action instance collects."""
+
+    def __init__(self, label: str):
+        self.label = label
+        self.requires: list[Expr] = []
+        self.write_checks: list[tuple[Expr, str]] = []
+
+
+_ACTIVE: list[_Trace] = []
+
+
+def require(cond: Any) -> None:
+    """Guard of the action being traced; conjoined in order with earlier ones."""
+    if not _ACTIVE:
+        raise SpecError("require() called outside an action or init")
+    c = lift(cond)
+    if c.sort != BOOL:
+        raise SpecError(f"require() needs a bool, got {E.sort_name(c.sort)}")
+    _ACTIVE[-1].requires.append(c)
+
+
+class SymState:
+    """The state an action reads and writes: attributes are the spec's variables."""
+
+    def __init__(self, builder: ModelBuilder, exprs: list[Expr], writable: bool,
+                 trace: _Trace | None):
+        object.__setattr__(self, "_b", builder)
+        object.__setattr__(self, "_exprs", exprs)
+        object.__setattr__(self, "_writable", writable)
+        object.__setattr__(self, "_trace", trace)
+
+    def __getattr__(self, name: str) -> Any:
+        info = self._b.var_info(name)
+        return _View(self, info.type, info.first, name).resolve()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        info = self._b.var_info(name)
+        _View(self, info.type, info.first, name).assign(value, E.TRUE)
+
+
+class _View:
+    """A location: a variable plus a path of field names and (maybe symbolic) indices."""
+
+    def __init__(self, state: SymState, type_: Type, base: int, name: str,
+                 steps: tuple = (), final: Type | None = None):
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_root", (type_, base))
+        object.__setattr__(self, "_steps", steps)
+        object.__setattr__(self, "_type", final if final is not None else type_)
+        object.__setattr__(self, "_name", name)
+
+    def resolve(self) -> Any:
+        return self._read(self._steps) if isinstance(self._type, Leaf) else self
+
+    def _extend(self, step: tuple, final: Type, name: str) -> Any:
+        root, base = self._root
+        return _View(self._state, root, base, name, self._steps + (step,), final).resolve()
+
+    # reads -----------------------------------------------------------------
+    def _read(self, steps: tuple) -> Expr:
+        root, base = self._root
+        return self._read_at(root, base, steps)
+
+    def _read_at(self, t: Type, base: int, steps: tuple) -> Expr:
+        if not steps:
+            return self._state._exprs[base]
+        kind, key = steps[0]
+        if kind == "field":
+            offset, ftype = t.field(key)
+            return self._read_at(ftype, base + offset, steps[1:])
+        k = t.elem.size()
+        if not isinstance(key, Expr):
+            return self._read_at(t.elem, base + key * k, steps[1:])
+        return E.select(key, [self._read_at(t.elem, base + j * k, steps[1:])
+                              for j in range(t.length)])
+
+    def leaves(self) -> list[Expr]:
+        """The leaf values of this location, in slot order."""
+        return [self._read(self._steps + _path_steps(path)) for path, _ in self._type.leaves()]
+
+    # writes ----------------------------------------------------------------
+    def assign(self, value: Any, cond: Expr) -> None:
+        if not self._state._writable:
+            raise SpecError(f"cannot assign {self._name} here (state is read-only)")
+        values = _leaf_values(self._type, value, self._name)
+        root, base = self._root
+        self._write_at(root, base, self._steps, values, cond)
+
+    def _write_at(self, t: Type, base: int, steps: tuple, values: list[Any], cond: Expr) -> None:
+        if not steps:
+            for off, ((_, leaf), v) in enumerate(zip(t.leaves(), values, strict=True)):
+                _assign_leaf(self._state, base + off, leaf, v, cond, self._name)
+            return
+        kind, key = steps[0]
+        if kind == "field":
+            offset, ftype = t.field(key)
+            self._write_at(ftype, base + offset, steps[1:], values, cond)
+            return
+        k = t.elem.size()
+        if not isinstance(key, Expr):
+            self._write_at(t.elem, base + key * k, steps[1:], values, cond)
+            return
+        in_range = E.Implies(cond, E.And(E.le(0, key), E.lt(key, t.length)))
+        trace = self._state._trace
+        if not (in_range.is_const and in_range.value) and trace is not None:
+            trace.write_checks.append((in_range, f"writes {self._name} with an index out of range"))
+        for j in range(t.length):
+            hit = E.And(cond, E.eq(key, j))
+            if not (hit.is_const and not hit.value):
+                self._write_at(t.elem, base + j * k, steps[1:], values, hit)
+
+    # the Python protocol -----------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        arr = self._array()
+        key = _index_value(key, self._name)
+        if not isinstance(key, Expr) and not 0 <= key < arr.length:
+            raise SpecError(f"index {key} out of range for {self._name} (size {arr.length})")
+        return self._extend(("index", key), arr.elem, f"{self._name}[{_show_index(key)}]")
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        arr = self._array()
+        key = _index_value(key, self._name)
+        if not isinstance(key, Expr) and not 0 <= key < arr.length:
+            raise SpecError(f"index {key} out of range for {self._name} (size {arr.length})")
+        root, base = self._root
+        _View(self._state, root, base, f"{self._name}[{_show_index(key)}]",
+              self._steps + (("index", key),), arr.elem).assign(value, E.TRUE)
+
+    def __getattr__(self, field: str) -> Any:
+        if field.startswith("_"):
+            raise AttributeError(field)
+        rec = self._record(field)
+        _, ftype = rec.field(field)
+        return self._extend(("field", field), ftype, f"{self._name}.{field}")
+
+    def __setattr__(self, field: str, value: Any) -> None:
+        rec = self._record(field)
+        _, ftype = rec.field(field)
+        root, base = self._root
+        _View(self._state, root, base, f"{self._name}.{field}",
+              self._steps + (("field", field),), ftype).assign(value, E.TRUE)
+
+    def _array(self) -> Array:
+        if not isinstance(self._type, Array):
+            raise SpecError(f"{self._name} is not an array")
+        return self._type
+
+    def _record(self, field: str) -> Record:
+        if not isinstance(self._type, Record):
+            raise SpecError(f"{self._name} has no field {field!r}")
+        return self._type
+
+    def __len__(self) -> int:
+        return self._array().length
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self) -> bool:
+        raise SpecError(E.CONTROL_FLOW_HINT)
+
+
+def _path_steps(path: tuple) -> tuple:
+    return tuple(("index", p) if isinstance(p, int) else ("field", p) for p in path)
+
+
+def _index_value(key: Any, name: str) -> Any:
+    if isinstance(key, Expr):
+        return key
+    if isinstance(key, bool) or not isinstance(key, int):
+        raise SpecError(f"{name} must be indexed by an int or an Int expression, got {key!r}")
+    return key
+
+
+def _show_index(key: Any) -> str:
+    return E.render(key) if isinstance(key, Expr) else str(key)
+
+
+def _leaf_values(t: Type, value: Any, name: str) -> list[Any]:
+    """A value for a location of type `t`, as its list of leaf values."""
+    if isinstance(t, Leaf):
+        return [value]
+    if isinstance(value, _View):
+        if value._type != t:
+            raise SpecError(f"cannot assign {value._name} to {name}: types differ")
+        return value.leaves()
+    if isinstance(t, Array):
+        if not isinstance(value, list | tuple) or len(value) != t.length:
+            raise SpecError(f"{name} needs a list of {t.length} values, got {value!r}")
+        return [leaf for item in value for leaf in _leaf_values(t.elem, item, f"{name}[..]")]
+    assert isinstance(t, Record)
+    if not isinstance(value, dict) or set(value) != {f for f, _ in t.fields}:
+        raise SpecError(f"{name} needs a dict with fields "
+                        f"{', '.join(f for f, _ in t.fields)}, got {value!r}")
+    return [leaf for f, ft in t.fields for leaf in _leaf_values(ft, value[f], f"{name}.{f}")]
+
+
+def _assign_leaf(state: SymState, slot: int, leaf: Leaf, value: Any, cond: Expr,
+                 name: str) -> None:
+    v = lift(value)
+    if v.sort != leaf.sort and not (v.sort is leaf.sort):
+        raise SpecError(f"cannot assign a {E.sort_name(v.sort)} to {name} ({leaf.describe()})")
+    exprs = state._exprs
+    exprs[slot] = E.If(cond, v, exprs[slot])
+
+
+# --- the builder ------------------------------------------------------------
+
+@dataclass
+class _VarDecl:
+    info: VarInfo
+    init: Any
+
+
+class ModelBuilder:
+    """Collects declarations during a spec's build function; `finish()` traces them."""
+
+    def __init__(self, spec: Spec, params: Params):
+        self.spec = spec
+        self.params = params
+        self._vars: dict[str, _VarDecl] = {}
+        self._slots: list[Slot] = []
+        self._actions: list[tuple[str, Callable, dict[str, Iterable]]] = []
+        self._init: tuple[Callable, dict[str, Iterable]] | None = None
+        self._props: dict[str, list[tuple[str, Callable, str]]] = {
+            "invariant": [], "step": [], "constraint": [], "lemma": []}
+        self._names: set[str] = set()
+        self.narrator: Any = None
+
+    def mutated(self, name: str) -> bool:
+        if name not in self.spec.mutations:
+            raise SpecError(f"spec {self.spec.name} declares no mutation {name!r}")
+        return name in self.params.mutations
+
+    # variables -------------------------------------------------------------
+    def var(self, name: str, type_: Any, init: Any = None, *, ghost: bool = False,
+            doc: str = "") -> None:
+        if name in self._vars or not name.isidentifier() or name.startswith("_"):
+            raise SpecError(f"variable {name!r} is declared twice or is not a valid name")
+        t = as_type(type_)
+        first = len(self._slots)
+        for path, leaf in t.leaves():
+            self._slots.append(Slot(len(self._slots), path_name(name, path), name, leaf))
+        info = VarInfo(name, t, first, len(self._slots) - first, ghost, doc)
+        self._vars[name] = _VarDecl(info, init)
+
+    def var_info(self, name: str) -> VarInfo:
+        decl = self._vars.get(name)
+        if decl is None:
+            raise SpecError(f"no state variable named {name!r}")
+        return decl.info
+
+    # actions and properties -------------------------------------------------
+    def action(self, fn: Callable | None = None, **domains: Iterable) -> Callable:
+        """Declare an action; keyword arguments give each parameter's finite domain."""
+        def register(f: Callable) -> Callable:
+            self._claim(f.__name__)
+            self._actions.append((f.__name__, f, domains))
+            return f
+        return register(fn) if fn is not None else register
+
+    def init(self, fn: Callable | None = None, **domains: Iterable) -> Callable:
+        """Declare initial states: one per parameter instance whose requires hold."""
+        def register(f: Callable) -> Callable:
+            if self._init is not None:
+                raise SpecError("init declared twice")
+            self._init = (f, domains)
+            return f
+        return register(fn) if fn is not None else register
+
+    def invariant(self, fn: Callable) -> Callable:
+        return self._prop("invariant", fn)
+
+    def step_invariant(self, fn: Callable) -> Callable:
+        """A predicate over (before, after) that every transition must satisfy."""
+        return self._prop("step", fn)
+
+    def constraint(self, fn: Callable) -> Callable:
+        """States violating a constraint are discarded: not checked, not explored."""
+        return self._prop("constraint", fn)
+
+    def lemma(self, fn: Callable) -> Callable:
+        """An auxiliary invariant for inductive proofs (also checked like an invariant)."""
+        return self._prop("lemma", fn)
+
+    def narrate(self, fn: Callable) -> Callable:
+        """Register fn(action, params, before, after) -> str for trace views."""
+        self.narrator = fn
+        return fn
+
+    def _prop(self, kind: str, fn: Callable) -> Callable:
+        self._claim(fn.__name__)
+        self._props[kind].append((fn.__name__, fn, (fn.__doc__ or "").strip()))
+        return fn
+
+    def _claim(self, name: str) -> None:
+        if name in self._names:
+            raise SpecError(f"name {name!r} is declared twice in spec {self.spec.name}")
+        self._names.add(name)
+
+    # building ----------------------------------------------------------------
+    def _base_exprs(self, frame: int = 0) -> list[Expr]:
+        return [E.var(s.index, s.leaf.sort, s.lo, s.hi, frame) for s in self._slots]
+
+    def _trace(self, label: str, fn: Callable, exprs: list[Expr], kwargs: dict) -> tuple:
+        trace = _Trace(label)
+        state = SymState(self, exprs, True, trace)
+        _ACTIVE.append(trace)
+        try:
+            result = fn(state, **kwargs)
+        except CheckerError as exc:
+            raise SpecError(_located(exc, label)) from None
+        except Exception as exc:  # a bug in the spec's Python code
+            raise SpecError(_located(exc, f"{label}: {type(exc).__name__}: {exc}")) from None
+        finally:
+            _ACTIVE.pop()
+        if result is not None:
+            raise SpecError(f"{label}: actions assign to the state and return nothing")
+        return trace, exprs
+
+    def _predicate(self, name: str, fn: Callable, frames: int) -> Expr:
+        states = [SymState(self, self._base_exprs(f), False, None) for f in range(frames)]
+        try:
+            out = lift(fn(*states))
+        except CheckerError as exc:
+            raise SpecError(_located(exc, name)) from None
+        except Exception as exc:
+            raise SpecError(_located(exc, f"{name}: {type(exc).__name__}: {exc}")) from None
+        if out.sort != BOOL:
+            raise SpecError(f"{name} must return a bool expression")
+        return out
+
+    def finish(self) -> Machine:
+        if not self._slots:
+            raise SpecError(f"spec {self.spec.name} declares no variables")
+        namer = (lambda v: self._slots[v.slot].name + ("'" if v.frame else ""))
+        E.NAMER[0] = namer
+        actions = []
+        for name, fn, domains in self._actions:
+            for combo in _instances(domains):
+                label = f"{name}({', '.join(f'{k}={param_text(v)}' for k, v in combo.items())})"
+                base = self._base_exprs()
+                trace, exprs = self._trace(label, fn, list(base), combo)
+                guard = E.And(*trace.requires)
+                if guard.is_const and not guard.value:
+                    continue  # statically disabled instance
+                updates = tuple((i, e) for i, e in enumerate(exprs) if e is not base[i])
+                actions.append(ActionInstance(len(actions), name, tuple(combo.items()), guard,
+                                              updates, tuple(trace.write_checks)))
+        if not actions:
+            raise SpecError(f"spec {self.spec.name} has no enabled action instance")
+        props = {kind: [Property(n, self._predicate(n, fn, 2 if kind == "step" else 1), doc)
+                        for n, fn, doc in items]
+                 for kind, items in self._props.items()}
+        return Machine(
+            spec_name=self.spec.name,
+            params=self.params.as_dict(),
+            mutations=tuple(sorted(self.params.mutations)),
+            slots=list(self._slots),
+            vars=[d.info for d in self._vars.values()],
+            init_states=self._init_states(),
+            actions=actions,
+            invariants=props["invariant"],
+            step_invariants=props["step"],
+            constraints=props["constraint"],
+            lemmas=props["lemma"],
+            narrator=self.narrator,
+        )
+
+    def _init_states(self) -> list[tuple[int, ...]]:
+        defaults: list[Expr | None] = []
+        for decl in self._vars.values():
+            t = decl.info.type
+            if decl.init is None:
+                defaults += [None] * t.size()
+                continue
+            values = _broadcast(t, decl.init)
+            for (_, leaf), v in zip(t.leaves(), _leaf_values(t, values, decl.info.name),
+                                    strict=True):
+                e = lift(v)
+                if not e.is_const or e.sort != leaf.sort and e.sort is not leaf.sort:
+                    raise SpecError(f"initial value of {decl.info.name} must be a constant "
+                                    f"{leaf.describe()}")
+                defaults.append(e)
+        if self._init is None:
+            return [self._concrete_init(defaults, "initial state")]
+        fn, domains = self._init
+        states: dict[tuple[int, ...], None] = {}
+        for combo in _instances(domains):
+            label = f"init({', '.join(f'{k}={param_text(v)}' for k, v in combo.items())})"
+            start = [d if d is not None else E.var(i, s.leaf.sort, s.lo, s.hi)
+                     for i, (d, s) in enumerate(zip(defaults, self._slots, strict=True))]
+            trace, exprs = self._trace(label, fn, start, combo)
+            guard = E.And(*trace.requires)
+            if not guard.is_const:
+                raise SpecError(f"{label}: requires must be constant in init")
+            if guard.value:
+                states.setdefault(self._concrete_init(exprs, label), None)
+        if not states:
+            raise SpecError(f"spec {self.spec.name} has no initial state")
+        return list(states)
+
+    def _concrete_init(self, exprs: list[Expr | None], label: str) -> tuple[int, ...]:
+        out = []
+        for e, s in zip(exprs, self._slots, strict=True):
+            if e is None or not e.is_const:
+                raise SpecError(f"{label}: {s.name} has no constant initial value")
+            if not s.lo <= e.value <= s.hi:
+                raise SpecError(f"{label}: initial {s.name}={e.value} is outside "
+                                f"{s.leaf.describe()}")
+            out.append(e.value)
+        return tuple(out)
+
+
+def _broadcast(t: Type, value: Any) -> Any:
+    """`init=0` for an array of ints means every element is 0."""
+    if isinstance(t, Array) and not isinstance(value, list | tuple):
+        return [_broadcast(t.elem, value) for _ in range(t.length)]
+    if isinstance(t, Array):
+        return [_broadcast(t.elem, v) for v in value]
+    return value
+
+
+def _instances(domains: dict[str, Iterable]) -> list[dict[str, Any]]:
+    names = list(domains)
+    pools = [list(domains[n]) for n in names]
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*pools)]

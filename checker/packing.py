@@ -1,0 +1,105 @@
+"""States as fixed-width 64-bit words, and their 64-bit fingerprints.
+
+Each slot takes just enough bits for its range and never straddles a word.
+When a state fits in one word the word *is* the fingerprint (exact, no
+collisions); otherwise the words are hashed (splitmix64 chaining) and the
+engines report the probability of a collision, as TLC does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from checker.lang.machine import Machine
+
+U64 = np.uint64
+_GOLDEN = U64(0x9E3779B97F4A7C15)
+_MIX1 = U64(0xBF58476D1CE4E5B9)
+_MIX2 = U64(0x94D049BB133111EB)
+
+
+@dataclass(frozen=True)
+class SlotField:
+    word: int
+    offset: int
+    bits: int
+    lo: int
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.bits) - 1
+
+
+class Layout:
+    """Where each slot lives in the packed words."""
+
+    def __init__(self, machine: Machine):
+        fields: list[SlotField] = []
+        word, offset = 0, 0
+        for slot in machine.slots:
+            bits = (slot.hi - slot.lo).bit_length()
+            if bits > 64:
+                raise ValueError(f"{slot.name} needs {bits} bits; at most 64 are supported")
+            if offset + bits > 64:
+                word, offset = word + 1, 0
+            fields.append(SlotField(word, offset, bits, slot.lo))
+            offset += bits
+        self.fields = fields
+        self.n_words = word + 1
+        self.bits = sum(f.bits for f in fields)
+
+    @property
+    def exact(self) -> bool:
+        """True when the packed state is its own fingerprint."""
+        return self.n_words == 1
+
+    # scalar ------------------------------------------------------------------
+    def pack(self, state: tuple[int, ...]) -> tuple[int, ...]:
+        words = [0] * self.n_words
+        for f, v in zip(self.fields, state, strict=True):
+            words[f.word] |= (v - f.lo) << f.offset
+        return tuple(words)
+
+    def unpack(self, words: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(((words[f.word] >> f.offset) & f.mask) + f.lo for f in self.fields)
+
+    def fingerprint(self, state: tuple[int, ...]) -> int:
+        words = np.array([[w] for w in self.pack(state)], dtype=U64)
+        return int(self.fingerprints(list(words))[0])
+
+    # batches -----------------------------------------------------------------
+    def pack_batch(self, states: np.ndarray) -> list[np.ndarray]:
+        """(n, n_slots) int array -> list of n_words uint64 arrays."""
+        words = [np.zeros(len(states), dtype=U64) for _ in range(self.n_words)]
+        for j, f in enumerate(self.fields):
+            if f.bits:
+                words[f.word] |= (states[:, j] - f.lo).astype(U64) << U64(f.offset)
+        return words
+
+    def unpack_slot(self, words: list[np.ndarray], j: int) -> np.ndarray:
+        f = self.fields[j]
+        raw = (words[f.word] >> U64(f.offset)) & U64(f.mask)
+        return raw.astype(np.int64) + f.lo
+
+    def fingerprints(self, words: list[np.ndarray]) -> np.ndarray:
+        if self.exact:
+            return words[0]
+        h = _splitmix(words[0] + _GOLDEN)
+        for w in words[1:]:
+            h = _splitmix(h ^ w)
+        return h
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> U64(30))) * _MIX1
+        z = (z ^ (z >> U64(27))) * _MIX2
+        return z ^ (z >> U64(31))
+
+
+def collision_probability(distinct: int, generated: int) -> float:
+    """TLC's optimistic estimate for 64-bit fingerprints: n * (g - n) / 2^64."""
+    return distinct * max(generated - distinct, 0) / 2.0**64

@@ -1,0 +1,1 @@
+"""Counterexample traces: the ITF file format, replay, and the terminal viewer."""

@@ -1,0 +1,27 @@
+"""A behaviour of a Machine: states and the action instance taken before each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.lang.machine import ActionInstance, Machine
+
+State = tuple[int, ...]
+
+
+@dataclass
+class Trace:
+    """`actions[i]` leads from `states[i-1]` to `states[i]`; `actions[0]` is None."""
+
+    machine: Machine
+    states: list[State]
+    actions: list[ActionInstance | None]
+    # what the trace shows: e.g. {"kind": "invariant", "name": "NoStaleRead"}
+    violation: dict[str, Any] = field(default_factory=dict)
+    # free-form provenance: engine, model file, seed, ...
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        """Number of steps (transitions)."""
+        return len(self.states) - 1
