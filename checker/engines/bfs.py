@@ -29,7 +29,7 @@ from checker.backends.scalar import ScalarMachine
 from checker.errors import CheckerError, EvalError
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult, Violation
 from checker.engines.successors import Kernel
-from checker.engines.visited import VisitedSet, unique_min
+from checker.engines.visited import VisitedSet, unique_min, unique_min_packed
 from checker.lang.machine import Machine
 from checker.packing import U64, collision_probability
 from checker.traces.trace import Trace
@@ -187,11 +187,16 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
             best_step = exp.step_violation
         if len(exp.gen):
             fps = kernel.layout.fingerprints(exp.words)
-            ufp, ugen, rows = unique_min(fps, exp.gen)
-            fresh = search.visited.missing(ufp)
-            chunks_fp.append(ufp[fresh])
-            chunks_gen.append(ugen[fresh])
-            chunks_words.append([w[rows[fresh]] for w in exp.words])
+            packed = unique_min_packed(fps, exp.gen, kernel.layout.bits) \
+                if kernel.layout.exact else None
+            if packed is not None:  # exact fingerprints are the states themselves
+                ufp, ugen = packed
+                chunks_words.append([ufp])
+            else:
+                ufp, ugen, rows = unique_min(fps, exp.gen)
+                chunks_words.append([w[rows] for w in exp.words])
+            chunks_fp.append(ufp)
+            chunks_gen.append(ugen)
         now = time.perf_counter()
         if options.progress and now - last_progress >= options.progress_seconds:
             last_progress = now
@@ -200,18 +205,29 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
         return _Found("guard_error", depth, guard_error // A, guard_error % A)
     if deadlock is not None:
         return _Found("deadlock", depth, deadlock, None, "Deadlock")
-    # merge the chunks: a state found by several chunks keeps its smallest key
+    # merge the chunks (a state found by several keeps its smallest key), then drop
+    # the visited ones with one search of sorted queries: dense, so cache-friendly
     if chunks_fp:
         all_fp = np.concatenate(chunks_fp)
         all_gen = np.concatenate(chunks_gen)
-        new_fp, new_gen, rows = unique_min(all_fp, all_gen)
-        new_words = [np.concatenate([c[w] for c in chunks_words])[rows]
-                     for w in range(kernel.layout.n_words)]
+        del chunks_fp, chunks_gen
+        packed = unique_min_packed(all_fp, all_gen, kernel.layout.bits) \
+            if kernel.layout.exact else None
+        if packed is not None:
+            new_fp, new_gen = packed
+            new_words = [new_fp]
+        else:
+            new_fp, new_gen, rows = unique_min(all_fp, all_gen)
+            new_words = [np.concatenate([c[w] for c in chunks_words])[rows]
+                         for w in range(kernel.layout.n_words)]
+        fresh = search.visited.missing(new_fp)
+        new_fp, new_gen = new_fp[fresh], new_gen[fresh]
+        new_words = [w[fresh] for w in new_words]
     else:
         new_fp = np.empty(0, dtype=U64)
         new_gen = np.empty(0, dtype=np.int64)
         new_words = [np.empty(0, dtype=U64) for _ in range(kernel.layout.n_words)]
-    del chunks_fp, chunks_gen, chunks_words
+    del chunks_words
     parent = (new_gen // A).astype(np.uint32)
     action = (new_gen % A).astype(np.uint16)
     found_state = _check_new_states(search, new_words, depth + 1, new_gen) if len(new_fp) \

@@ -22,6 +22,29 @@ def unique_min(fps: np.ndarray, gen: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return f[starts], np.minimum.reduceat(gen[order], starts), order[starts]
 
 
+def unique_min_packed(fps: np.ndarray, gen: np.ndarray, state_bits: int
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+    """`unique_min` for exact fingerprints with spare bits, or None if there are none.
+
+    The generation key (relative to the batch's smallest) rides in the low bits
+    of one uint64, so a plain sort (much faster than argsort) orders by
+    fingerprint and then key, and the first of each run is the canonical one.
+    """
+    if len(fps) == 0:
+        return fps, gen
+    base = int(gen.min())
+    span_bits = (int(gen.max()) - base).bit_length()
+    if state_bits + span_bits > 64:
+        return None
+    shift = np.uint64(span_bits)
+    key = (fps << shift) | (gen - base).astype(np.uint64)
+    key.sort()
+    f = key >> shift
+    starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+    low = key[starts] & np.uint64((1 << span_bits) - 1)
+    return f[starts], low.astype(np.int64) + base
+
+
 class VisitedSet:
     """Fingerprints of every state seen, as one sorted uint64 array (8 bytes each)."""
 
