@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
-from checker.errors import CheckerError, EvalError
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult, Violation
 from checker.engines.successors import Kernel
 from checker.engines.visited import VisitedSet, unique_min, unique_min_packed
+from checker.errors import CheckerError, EvalError
 from checker.lang.machine import Machine
 from checker.packing import U64, collision_probability
 from checker.traces.trace import Trace

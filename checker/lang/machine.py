@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checker.errors import TraceError
-from checker.lang.expr import BOOL, EnumType, Expr, EnumValue
+from checker.lang.expr import BOOL, EnumType, EnumValue, Expr
 from checker.lang.types import Leaf, Type
 
 

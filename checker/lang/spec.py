@@ -61,7 +61,8 @@ class ParamDecl:
             text = value.strip().lower()
             if kind is bool:
                 if text not in ("true", "false", "1", "0", "yes", "no"):
-                    raise ModelError(f"{where}: parameter {self.name} wants true/false, got {value!r}")
+                    raise ModelError(
+                        f"{where}: parameter {self.name} wants true/false, got {value!r}")
                 value = text in ("true", "1", "yes")
             else:
                 try:
@@ -70,13 +71,17 @@ class ParamDecl:
                     raise ModelError(
                         f"{where}: parameter {self.name} wants an integer, got {value!r}") from None
         if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ModelError(f"{where}: parameter {self.name} wants an integer, got {value!r}")
+            raise ModelError(
+                f"{where}: parameter {self.name} wants an integer, got {value!r}")
         if kind is not int and not isinstance(value, kind):
-            raise ModelError(f"{where}: parameter {self.name} wants a {kind.__name__}, got {value!r}")
+            raise ModelError(
+                f"{where}: parameter {self.name} wants a {kind.__name__}, got {value!r}")
         if self.min is not None and value < self.min:
-            raise ModelError(f"{where}: parameter {self.name}={value} is below its minimum {self.min}")
+            raise ModelError(
+                f"{where}: parameter {self.name}={value} is below its minimum {self.min}")
         if self.max is not None and value > self.max:
-            raise ModelError(f"{where}: parameter {self.name}={value} is above its maximum {self.max}")
+            raise ModelError(
+                f"{where}: parameter {self.name}={value} is above its maximum {self.max}")
         if self.choices is not None and value not in self.choices:
             raise ModelError(f"{where}: parameter {self.name}={value!r} is not one of "
                              f"{', '.join(self.choices)}")
@@ -385,7 +390,7 @@ def _leaf_values(t: Type, value: Any, name: str) -> list[Any]:
 def _assign_leaf(state: SymState, slot: int, leaf: Leaf, value: Any, cond: Expr,
                  name: str) -> None:
     v = lift(value)
-    if v.sort != leaf.sort and not (v.sort is leaf.sort):
+    if v.sort != leaf.sort:
         raise SpecError(f"cannot assign a {E.sort_name(v.sort)} to {name} ({leaf.describe()})")
     exprs = state._exprs
     exprs[slot] = E.If(cond, v, exprs[slot])
@@ -520,7 +525,9 @@ class ModelBuilder:
     def finish(self) -> Machine:
         if not self._slots:
             raise SpecError(f"spec {self.spec.name} declares no variables")
-        namer = (lambda v: self._slots[v.slot].name + ("'" if v.frame else ""))
+        def namer(v: Expr) -> str:
+            return self._slots[v.slot].name + ("'" if v.frame else "")
+
         E.NAMER[0] = namer
         actions = []
         for name, fn, domains in self._actions:

@@ -1,0 +1,220 @@
+"""Model files: a bounded instance of a spec, and what checking it should give.
+
+A model is data (TOML), not code, so that a folder of them can gate CI: each
+names a spec, its bounds, the mutations switched on, the properties to check,
+the engine's limits and the expected outcome. Every problem in a file is
+reported as one line naming the file and the key, never as a traceback.
+
+    description = "two requests, one lease transfer"
+    spec = "tracker"            # registered name or module:attribute
+    mutations = []
+    invariants = []             # empty or absent: all of the spec's properties
+    [params]
+    requests = 2
+    [engine]
+    deadlock = false
+    max_depth = 0               # 0: unbounded
+    [expect]
+    outcome = "holds"           # or "violates NAME"
+    states = 1234               # optional baseline distinct-state count
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from checker.errors import ModelError
+from checker.lang.machine import Machine
+from checker.registry import find_spec
+
+if TYPE_CHECKING:
+    from checker.engines.result import CheckResult
+
+SUFFIX = ".toml"
+ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0}
+# What a run can be violated by besides the spec's own properties.
+BUILTIN_VIOLATIONS = ("Deadlock", "EvalError")
+_TOP_KEYS = ("description", "spec", "mutations", "invariants", "params", "engine", "expect")
+_EXPECT_KEYS = ("outcome", "states")
+_KIND_NAMES = {str: "a string", bool: "true or false", int: "an integer", dict: "a table",
+               list: "a list of strings"}
+
+
+@dataclass(frozen=True)
+class Model:
+    path: Path
+    name: str  # the file's stem, used in trace file names and reports
+    description: str
+    spec_name: str
+    params: dict[str, Any]
+    mutations: tuple[str, ...]
+    invariants: tuple[str, ...]  # empty: every invariant, step invariant and lemma
+    engine: dict[str, Any]  # ENGINE_DEFAULTS overridden by the file's [engine]
+    expect_outcome: str  # "holds" or "violates NAME"
+    expect_states: int | None
+
+
+def list_models(models_dir: Path) -> list[Path]:
+    """Model files in a folder, by name; callers load each so one bad file spoils no others."""
+    return sorted(Path(models_dir).glob(f"*{SUFFIX}"))
+
+
+def resolve_model_path(path_or_name: str, models_dir: Path) -> Path:
+    """A path as given, or a bare name like `tracker_small` looked up in models_dir."""
+    path = Path(path_or_name)
+    if path.is_file():
+        return path
+    candidate = Path(models_dir) / f"{path_or_name}{SUFFIX}"
+    if path.name == path_or_name and path.suffix != SUFFIX and candidate.is_file():
+        return candidate
+    known = ", ".join(p.stem for p in list_models(models_dir)) or "none"
+    raise ModelError(f"unknown model {path_or_name!r}: no such file, and no {candidate} "
+                     f"(models: {known})")
+
+
+def load_model(path_or_name: str | Path, models_dir: Path) -> Model:
+    path = resolve_model_path(str(path_or_name), models_dir)
+    data = _read_toml(path)
+    where = str(path)
+    _check_keys(data, _TOP_KEYS, "", where)
+    if "spec" not in data:
+        raise ModelError(f"{where}: missing key 'spec' (a registered spec name or "
+                         f"module:attribute)")
+    params = _get(data, "params", dict, where, {})
+    for name, value in params.items():
+        if not isinstance(value, bool | int | str):
+            raise ModelError(f"{where}: key params.{name} must be an integer, boolean or "
+                             f"string, got {value!r}")
+    engine = _get(data, "engine", dict, where, {})
+    _check_keys(engine, tuple(ENGINE_DEFAULTS), "engine.", where)
+    for key, default in ENGINE_DEFAULTS.items():
+        engine[key] = _get(engine, key, type(default), where, default, prefix="engine.")
+    if engine["max_depth"] < 0:
+        raise ModelError(f"{where}: key engine.max_depth must be 0 (unbounded) or more, "
+                         f"got {engine['max_depth']}")
+    expect = _get(data, "expect", dict, where, {})
+    _check_keys(expect, _EXPECT_KEYS, "expect.", where)
+    states = _get(expect, "states", int, where, None, prefix="expect.")
+    if states is not None and states < 1:
+        raise ModelError(f"{where}: key expect.states must be positive, got {states}")
+    return Model(
+        path=path,
+        name=path.stem,
+        description=_get(data, "description", str, where, ""),
+        spec_name=_get(data, "spec", str, where, ""),
+        params=params,
+        mutations=tuple(_get(data, "mutations", list, where, [])),
+        invariants=tuple(_get(data, "invariants", list, where, [])),
+        engine=engine,
+        expect_outcome=_parse_outcome(_get(expect, "outcome", str, where, "holds",
+                                           prefix="expect."), where),
+        expect_states=states,
+    )
+
+
+def build_machine(model: Model, overrides: dict[str, str] | None = None) -> Machine:
+    """The model's spec, built with its parameters (overridden by `--set` values),
+    restricted to the selected properties."""
+    where = str(model.path)
+    try:
+        spec = find_spec(model.spec_name)
+    except ModelError as exc:
+        raise ModelError(f"{where}: key spec: {exc}") from None
+    overrides = overrides or {}
+    # Validate each source apart, so an error says where the bad value came from.
+    for values, mutations, label in ((model.params, (), f"{where} [params]"),
+                                     ({}, model.mutations, f"{where} mutations"),
+                                     (overrides, (), "--set")):
+        spec.resolve(values, label, mutations)
+    machine = spec.instantiate({**model.params, **overrides}, model.mutations, where)
+    machine = _select(machine, model)
+    _check_expectation(machine, model)
+    return machine
+
+
+def outcome_matches(model: Model, result: CheckResult) -> bool:
+    return result.expectation == model.expect_outcome
+
+
+def property_names(machine: Machine) -> list[str]:
+    """Names a model can select: invariants, step invariants and lemmas."""
+    return [p.name for p in machine.invariants + machine.step_invariants + machine.lemmas]
+
+
+# --- helpers -----------------------------------------------------------------
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as exc:
+        raise ModelError(f"{path}: malformed TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ModelError(f"{path}: malformed TOML: not UTF-8 text") from None
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ModelError(f"{where}: unknown key '{prefix}{unknown[0]}' "
+                         f"(known: {', '.join(prefix + k for k in allowed)})")
+
+
+def _get(table: dict[str, Any], key: str, kind: type, where: str, default: Any,
+         prefix: str = "") -> Any:
+    """table[key] if present and of the right kind (bools are not integers here)."""
+    if key not in table:
+        return default
+    value = table[key]
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if kind is list:
+        ok = ok and all(isinstance(v, str) for v in value)
+    if not ok:
+        raise ModelError(f"{where}: key {prefix}{key} must be {_KIND_NAMES[kind]}, "
+                         f"got {value!r}")
+    return value
+
+
+def _parse_outcome(text: str, where: str) -> str:
+    words = text.split()
+    if words == ["holds"] or (len(words) == 2 and words[0] == "violates"
+                              and words[1].isidentifier()):
+        return " ".join(words)
+    raise ModelError(f"{where}: key expect.outcome must be \"holds\" or \"violates NAME\", "
+                     f"got {text!r}")
+
+
+def _select(machine: Machine, model: Model) -> Machine:
+    """A copy of the machine checking only the model's chosen properties."""
+    if not model.invariants:
+        return machine
+    known = property_names(machine)
+    unknown = [n for n in model.invariants if n not in known]
+    if unknown:
+        raise ModelError(f"{model.path}: key invariants: spec {machine.spec_name} has no "
+                         f"invariant {unknown[0]!r} (known: {', '.join(known) or 'none'})")
+    chosen = set(model.invariants)
+    return dataclasses.replace(
+        machine,
+        invariants=[p for p in machine.invariants if p.name in chosen],
+        step_invariants=[p for p in machine.step_invariants if p.name in chosen],
+        lemmas=[p for p in machine.lemmas if p.name in chosen],
+    )
+
+
+def _check_expectation(machine: Machine, model: Model) -> None:
+    """An expected violation must name something this run checks, or it can never match."""
+    _, _, name = model.expect_outcome.partition(" ")
+    checked = property_names(machine)
+    if name and name not in checked + list(BUILTIN_VIOLATIONS):
+        raise ModelError(f"{model.path}: key expect.outcome names {name!r}, which is not "
+                         f"checked (checked: {', '.join(checked + list(BUILTIN_VIOLATIONS))})")
+    if name == "Deadlock" and not model.engine["deadlock"]:
+        raise ModelError(f"{model.path}: key expect.outcome expects a deadlock, but "
+                         f"engine.deadlock is false")
