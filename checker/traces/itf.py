@@ -1,0 +1,129 @@
+"""Traces as ITF files (the JSON trace format of Apalache and Quint).
+
+Writing ITF lets counterexamples outlive the process that found them, be
+replayed against a changed spec, and be read by Quint/Apalache tooling. Each
+state is written in the shape the spec declares (records as objects, arrays
+as lists, enums by member name), with the action that produced it in the
+state's "#meta" so replay does not have to guess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from checker.errors import TraceError
+from checker.traces.trace import Trace
+
+FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+# keys of the top-level "#meta" that describe the spec; the rest is provenance
+SPEC_KEYS = ("format", "format-description", "spec", "spec_ref", "params", "mutations",
+             "violation")
+_SAFE_INT = 2**53
+
+
+def to_itf_value(value: Any) -> Any:
+    """A Python value as ITF JSON: integers beyond 2^53 become {"#bigint": "..."}."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        return value if -_SAFE_INT < value < _SAFE_INT else {"#bigint": str(value)}
+    if isinstance(value, dict):
+        return {str(k): to_itf_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_itf_value(v) for v in value]
+    return str(value)  # provenance such as a Path
+
+
+def from_itf_value(value: Any, where: str) -> Any:
+    """The inverse of `to_itf_value`; `where` locates a malformed #bigint."""
+    if isinstance(value, dict):
+        if set(value) == {"#bigint"}:
+            try:
+                return int(value["#bigint"])
+            except (TypeError, ValueError):
+                raise TraceError(f"{where}: bad #bigint {value['#bigint']!r}") from None
+        return {k: from_itf_value(v, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_itf_value(v, where) for v in value]
+    return value
+
+
+def trace_to_itf(trace: Trace) -> dict[str, Any]:
+    """The ITF document of a trace: spec, parameters and violation in "#meta"."""
+    machine = trace.machine
+    meta: dict[str, Any] = {
+        "format": "ITF",
+        "format-description": FORMAT_URL,
+        "spec": machine.spec_name,
+        "spec_ref": machine.spec_ref,
+        "params": machine.params,
+        "mutations": list(machine.mutations),
+        "violation": trace.violation,
+    }
+    meta.update((k, v) for k, v in sorted(trace.meta.items()) if k not in SPEC_KEYS)
+    states = []
+    for i, (state, action) in enumerate(zip(trace.states, trace.actions, strict=True)):
+        state_meta = {"index": i,
+                      "action": action.name if action is not None else None,
+                      "params": action.params_json() if action is not None else {}}
+        states.append({"#meta": state_meta, **machine.decode(state)})
+    return to_itf_value({"#meta": meta, "vars": [v.name for v in machine.vars],
+                         "states": states})
+
+
+def write_trace(trace: Trace, path: str | os.PathLike) -> None:
+    """Write `trace` as ITF; atomic, so a reader never sees half a file."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(trace_to_itf(trace), indent=2, ensure_ascii=False) + "\n"
+    # a plain open, unlike mkstemp, gives the file the usual permissions (umask)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_itf(path: str | os.PathLike) -> dict[str, Any]:
+    """Parse and check the shape of an ITF file; any problem is one TraceError line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")\
+            from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{path}: not a UTF-8 text file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
+    check_itf(doc, str(path))
+    return doc
+
+
+def check_itf(doc: Any, where: str) -> None:
+    """Refuse a document that is not shaped like an ITF trace."""
+    if not isinstance(doc, dict):
+        raise TraceError(f"{where}: not an ITF trace: the top level is not a JSON object")
+    for key in ("vars", "states"):
+        if key not in doc:
+            raise TraceError(f"{where}: not an ITF trace: missing {key!r}")
+    if not isinstance(doc.get("#meta", {}), dict):
+        raise TraceError(f"{where}: \"#meta\" is not an object")
+    if not isinstance(doc["vars"], list) or not all(isinstance(v, str) for v in doc["vars"]):
+        raise TraceError(f"{where}: \"vars\" is not a list of names")
+    states = doc["states"]
+    if not isinstance(states, list) or not states:
+        raise TraceError(f"{where}: \"states\" is not a non-empty list")
+    for i, state in enumerate(states):
+        if not isinstance(state, dict):
+            raise TraceError(f"{where}: state {i} is not an object")
+        if not isinstance(state.get("#meta", {}), dict):
+            raise TraceError(f"{where}: state {i}: \"#meta\" is not an object")
+        missing = [v for v in doc["vars"] if v not in state]
+        if missing:
+            raise TraceError(f"{where}: state {i} lacks {', '.join(missing)}")
