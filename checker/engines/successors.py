@@ -98,7 +98,8 @@ class Kernel:
         for slot, e in a.updates:
             s = m.slots[slot]
             checks.append(E.defined(e))
-            checks.append(E.And(E.le(s.lo, e), E.le(e, s.hi)))
+            if e.sort == E.INT:  # bool and enum expressions stay in range by construction
+                checks.append(E.And(E.le(s.lo, e), E.le(e, s.hi)))
         checks += [cond for cond, _ in a.write_checks]
         steps = [E.substitute(p.expr, after) for p in m.step_invariants]
         constraints = [E.substitute(p.expr, successor) for p in m.constraints]

@@ -1,0 +1,507 @@
+"""`ctmc`: the command line, a thin pipeline over `checker`.
+
+Every command runs the same stages: load the model file, build its machine,
+run an engine, report. The work lives in `checker`; this module only wires
+and prints. Exit codes: 0 the properties hold, 1 a violation was found, 2 bad
+input or a spec error (one line on stderr, never a traceback), 130 interrupted.
+Engines and trace tools are imported inside commands, so `--help` and `list`
+stay fast and keep working while one of them is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from checker.errors import CheckerError
+
+if TYPE_CHECKING:
+    from checker.engines.result import CheckResult
+    from checker.lang.machine import Machine
+    from checker.lang.spec import Spec
+    from checker.models import Model
+
+MODELS_DIR = Path(__file__).resolve().parent / "models"
+TRACE_DIR = Path("traces")
+EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during a run, carrying what to tell the user (e.g. how to resume)."""
+
+
+class _Cli(click.Group):
+    """Runs click without its own error printing, so every failure is one line."""
+
+    def main(self, args: Any = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()
+            code = EXIT_ERROR
+        except click.ClickException as exc:
+            code = _fail(f"error: {exc.format_message()}", EXIT_ERROR)
+        except CheckerError as exc:
+            code = _fail(f"error: {exc}", EXIT_ERROR)
+        except _Interrupted as exc:
+            code = _fail(str(exc), EXIT_INTERRUPTED)
+        except click.Abort:
+            code = _fail("interrupted", EXIT_INTERRUPTED)
+        except Exception as exc:
+            code = _fail(f"internal error: {type(exc).__name__}: {exc} "
+                         f"(re-run with CTMC_DEBUG=1 for a traceback)", EXIT_ERROR)
+        code = code if isinstance(code, int) else EXIT_HOLDS
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
+
+def _fail(message: str, code: int) -> int:
+    """Print one line on stderr (after whatever stdout already holds)."""
+    if os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
+        traceback.print_exc()
+    sys.stdout.flush()
+    click.echo(" ".join(line.strip() for line in message.splitlines()), err=True)
+    return code
+
+
+@click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Exit codes: 0 holds, 1 violation found, 2 bad input or spec error, "
+                    "130 interrupted.")
+@click.option("--models-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=MODELS_DIR, show_default="models/ beside cli.py",
+              help="Where bare model names (like tracker_small) are looked up.")
+@click.pass_context
+def main(ctx: click.Context, models_dir: Path) -> None:
+    """Bounded model checker: check models, simulate them, read counterexample traces."""
+    ctx.obj = models_dir
+
+
+# --- options shared by check and simulate -------------------------------------
+
+def _parse_sets(ctx: click.Context, param: click.Parameter,
+                values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise click.BadParameter(f"{item!r} is not NAME=VALUE", ctx, param)
+        out[name.strip()] = value
+    return out
+
+
+def _run_options(fn: Callable) -> Callable:
+    """MODEL, --set, --deadlock, --trace-out, --json and --quiet, for every engine command."""
+    decorators = [
+        click.argument("model_arg", metavar="MODEL"),
+        click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+                     callback=_parse_sets, help="Override a model parameter (repeatable)."),
+        click.option("--deadlock/--no-deadlock", default=None,
+                     help="Report states without successors  [default: the model's]"),
+        click.option("--trace-out", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Where to write a counterexample  "
+                          "[default: traces/MODEL-VIOLATION.itf.json]"),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print one JSON object on stdout instead of tables."),
+        click.option("--quiet", "-q", is_flag=True,
+                     help="No progress, statistics or coverage: only the verdict."),
+        click.pass_obj,
+    ]
+    for decorate in reversed(decorators):
+        fn = decorate(fn)
+    return fn
+
+
+def _progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+# --- check and simulate --------------------------------------------------------
+
+@main.command()
+@_run_options
+@click.option("--max-depth", type=click.IntRange(min=0), metavar="N",
+              help="Explore at most N steps, 0 unbounded  [default: the model's]")
+@click.option("--checkpoint", type=click.Path(file_okay=False), metavar="DIR",
+              help="Save progress in DIR so the run can be resumed.")
+@click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="Resume from the checkpoint in DIR (and keep saving there).")
+def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
+          trace_out: Path | None, as_json: bool, quiet: bool, max_depth: int | None,
+          checkpoint: str | None, resume: str | None) -> int:
+    """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
+    if checkpoint and resume and Path(checkpoint) != Path(resume):
+        raise click.UsageError("--checkpoint and --resume name different folders")
+    model, machine = _load(models_dir, model_arg, overrides)
+    engine = {
+        "name": "bfs",
+        "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
+        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+    }
+    from checker.engines.bfs import BfsOptions
+    from checker.engines.bfs import check as run_bfs
+
+    options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
+                         progress=None if quiet else _progress,
+                         checkpoint_dir=resume or checkpoint, resume=resume is not None)
+    if not (as_json or quiet):
+        _print_header(model, machine, engine)
+    try:
+        result = run_bfs(machine, options)
+    except KeyboardInterrupt:
+        folder = resume or checkpoint
+        hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
+        raise _Interrupted(f"interrupted{hint}") from None
+    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+
+
+@main.command()
+@_run_options
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Length of each walk.")
+@click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Number of walks.")
+def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
+             trace_out: Path | None, as_json: bool, quiet: bool, seed: int, steps: int,
+             runs: int) -> int:
+    """Random walks through MODEL, for models too big to explore fully."""
+    model, machine = _load(models_dir, model_arg, overrides)
+    engine = {"name": "simulate", "seed": seed, "steps": steps, "runs": runs,
+              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    from checker.engines.simulation import simulate as run_simulation
+
+    if not (as_json or quiet):
+        _print_header(model, machine, engine)
+    result = run_simulation(machine, seed=seed, steps=steps, runs=runs,
+                            deadlock=engine["deadlock"], progress=None if quiet else _progress)
+    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+
+
+def _load(models_dir: Path, model_arg: str, overrides: dict[str, str]) -> tuple[Model, Machine]:
+    from checker.models import build_machine, load_model
+
+    model = load_model(model_arg, models_dir)
+    return model, build_machine(model, overrides)
+
+
+def _report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
+            trace_out: Path | None, as_json: bool, quiet: bool) -> int:
+    from checker.engines.result import ERROR, HOLDS, VIOLATED
+    from checker.models import outcome_matches
+
+    console = Console(highlight=False, soft_wrap=True)
+    if not (as_json or quiet):  # before the trace is saved, in case saving fails
+        _print_stats(console, result.stats)
+        _print_coverage(console, result.coverage)
+    trace_file = _save_trace(model, result, trace_out) if result.violation else None
+    matches = outcome_matches(model, result)
+    if as_json:
+        click.echo(json.dumps(_json_report(model, machine, engine, result, trace_file, matches),
+                              indent=2, default=str))
+    else:
+        _print_verdict(console, model, result, trace_file, matches)
+    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR}[result.outcome]
+
+
+def _save_trace(model: Model, result: CheckResult, trace_out: Path | None) -> Path:
+    from checker.traces.itf import write_trace
+
+    violation = result.violation
+    assert violation is not None
+    path = trace_out or TRACE_DIR / f"{model.name}-{violation.name}.itf.json"
+    violation.trace.meta.update(model=model.name, model_file=str(model.path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_trace(violation.trace, path)
+    except OSError as exc:
+        raise CheckerError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
+                 trace_file: Path | None, matches: bool) -> dict[str, Any]:
+    v = result.violation
+    return {
+        "model": model.name,
+        "spec": machine.spec_name,
+        "params": machine.params,
+        "mutations": list(machine.mutations),
+        "engine": engine,
+        "outcome": result.expectation,
+        "complete": result.complete,
+        "expected": model.expect_outcome,
+        "as_expected": matches,
+        "violation": None if v is None else {
+            "kind": v.kind, "name": v.name, "message": v.message,
+            "trace_file": str(trace_file), "length": len(v.trace)},
+        "stats": result.stats,
+        "coverage": result.coverage,
+    }
+
+
+# --- human output ----------------------------------------------------------------
+
+def _print_header(model: Model, machine: Machine, engine: dict[str, Any]) -> None:
+    from checker.models import property_names
+
+    params = ", ".join(f"{k}={v}" for k, v in machine.params.items()) or "no parameters"
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"[bold]{escape(model.name)}[/]: "
+                  + escape(f"spec {machine.spec_name} ({params}); "
+                           f"mutations: {', '.join(machine.mutations) or 'none'}"))
+    checked = property_names(machine) + (["Deadlock"] if engine["deadlock"] else [])
+    settings = ", ".join(f"{k}={v}" for k, v in engine.items() if k != "name")
+    console.print(f"checking {', '.join(checked) or 'nothing'} with {engine['name']} "
+                  f"({settings})", markup=False)
+
+
+_STAT_FORMATS = {
+    "distinct_states": ("distinct states", "{:,}"),
+    "generated": ("states generated", "{:,}"),
+    "diameter": ("diameter", "{:,}"),
+    "seconds": ("time", "{:.2f} s"),
+    "states_per_second": ("rate", "{:,.0f} states/s"),
+    "peak_rss_mb": ("peak memory", "{:,.1f} MB"),
+}
+
+
+def _print_stats(console: Console, stats: dict[str, Any]) -> None:
+    """Known figures first, in a fixed order, then whatever else the engine reported."""
+    table = Table(title="statistics", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for key, (label, fmt) in _STAT_FORMATS.items():
+        if key in stats:
+            _add_row(table, label, _format(fmt, stats[key]))
+    if "fingerprint" in stats:
+        mode = str(stats["fingerprint"])
+        if mode == "hashed" and "collision_probability" in stats:
+            mode += f" (collision probability {_format('{:.1e}', stats['collision_probability'])})"
+        _add_row(table, "fingerprints", mode)
+    shown = set(_STAT_FORMATS) | {"fingerprint", "collision_probability"}
+    for key in sorted(set(stats) - shown):
+        _add_row(table, key.replace("_", " "), _format("{:,}", stats[key]))
+    console.print(table)
+
+
+def _add_row(table: Table, *cells: Any, style: str | None = None) -> None:
+    """Cells are data, not markup ([brackets] print as written); a docstring's line
+    breaks and indentation are folded so the table wraps it instead."""
+    table.add_row(*(Text(" ".join(str(c).split())) for c in cells), style=style)
+
+
+def _format(fmt: str, value: Any) -> str:
+    try:
+        return fmt.format(value)
+    except (TypeError, ValueError):  # not a number: show it as it is
+        return str(value)
+
+
+def _print_coverage(console: Console, coverage: list[dict[str, Any]]) -> None:
+    """One row per action with the engine's counts; an action whose first count is 0
+    (never enabled, never taken) is a likely spec bug, so it stands out."""
+    if not coverage:
+        return
+    counts = [k for k, v in coverage[0].items()
+              if isinstance(v, int | float) and not isinstance(v, bool)]
+    table = Table(title="coverage", title_justify="left")
+    table.add_column("action")
+    for key in counts:
+        table.add_column(key.replace("_", " "), justify="right")
+    for row in coverage:
+        never = bool(counts) and row.get(counts[0]) == 0
+        _add_row(table, row.get("action"), *(_format("{:,}", row.get(k)) for k in counts),
+                 style="yellow" if never else None)
+    console.print(table)
+
+
+_VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
+                    "step invariant {} violated", "deadlock": "deadlock",
+                    "error": "evaluation error"}
+
+
+def _print_verdict(console: Console, model: Model, result: CheckResult,
+                   trace_file: Path | None, matches: bool) -> None:
+    v = result.violation
+    if v is None and result.complete:
+        console.print("[green]holds[/]: no violation in any reachable state")
+    elif v is None:
+        console.print("[green]no violation found[/] (exploration was bounded: not a proof)")
+    else:
+        head = _VIOLATION_HEADS.get(v.kind, "{} violated").format(v.name)
+        console.print(f"[red bold]{escape(head)}[/]: " + escape(
+            f"{len(v.trace)}-step trace in {trace_file} "
+            f"(view it with: ctmc trace show {shlex.quote(str(trace_file))})"))
+        if v.message:
+            console.print(f"  {v.message}", style="dim", markup=False)
+    if matches:
+        console.print(f"[green]as expected[/] ({escape(model.expect_outcome)})")
+    else:
+        console.print("[red bold]UNEXPECTED[/]: " + escape(
+            f"the model expects {model.expect_outcome!r}, got {result.expectation!r}"))
+
+
+# --- traces ------------------------------------------------------------------------
+
+@main.group()
+def trace() -> None:
+    """Read counterexample traces (ITF JSON files)."""
+
+
+_trace_file = click.argument("file", type=click.Path(exists=True, dir_okay=False))
+
+
+@trace.command("show")
+@_trace_file
+@click.option("--full", is_flag=True, help="Show every variable, not just the changed ones.")
+@click.option("--step", type=click.IntRange(min=0), metavar="K", help="Show only step K.")
+@click.option("--interactive", "-i", is_flag=True,
+              help="Pause after each step (Enter: next, q: quit).")
+def trace_show(file: str, full: bool, step: int | None, interactive: bool) -> None:
+    """Show the trace in FILE step by step, highlighting what changed."""
+    if interactive and (full or step is not None):
+        raise click.UsageError("--interactive cannot be combined with --full or --step")
+    from checker.traces.replay import load_trace
+    from checker.traces.view import show_trace, show_trace_interactive
+
+    loaded = load_trace(file)
+    console = Console(highlight=False, soft_wrap=True)
+    if interactive:
+        show_trace_interactive(loaded, console)
+    else:
+        show_trace(loaded, console, full=full, step=step)
+
+
+@trace.command("check")
+@_trace_file
+def trace_check(file: str) -> None:
+    """Replay FILE against its spec; exit 0 if every step is a real transition."""
+    from checker.traces.replay import check_trace
+
+    loaded, violated = check_trace(file)
+    click.echo(f"{file}: replays ({len(loaded)} steps of spec {loaded.machine.spec_name}); "
+               f"violates {', '.join(violated) or 'nothing'}")
+
+
+# --- list ----------------------------------------------------------------------------
+
+_SPEC_LISTS = ("invariants", "mutations", "params")
+
+
+@main.command("list")
+@click.argument("what", required=False,
+                type=click.Choice(("specs", "models") + _SPEC_LISTS))
+@click.option("--spec", "spec_ref", metavar="NAME",
+              help="The spec (name or module:attribute) for invariants, mutations, params.")
+@click.pass_obj
+def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
+    """List specs and models (the default), or a spec's invariants, mutations or params."""
+    console = Console(highlight=False, soft_wrap=True)
+    if what in _SPEC_LISTS:
+        if not spec_ref:
+            raise click.UsageError(f"list {what} needs --spec NAME")
+        from checker.registry import find_spec
+
+        {"invariants": _list_invariants, "mutations": _list_mutations,
+         "params": _list_params}[what](console, find_spec(spec_ref))
+        return EXIT_HOLDS
+    if spec_ref:
+        raise click.UsageError(f"--spec applies to {', '.join(_SPEC_LISTS)}, not {what or 'list'}")
+    if what in (None, "specs"):
+        _list_specs(console)
+    return _list_models(console, models_dir) if what in (None, "models") else EXIT_HOLDS
+
+
+def _list_specs(console: Console) -> None:
+    from checker.registry import all_specs
+
+    table = Table(title="specs", title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    for name, spec in sorted(all_specs().items()):
+        _add_row(table, name, spec.doc)
+    console.print(table if table.row_count else "no specs registered")
+
+
+def _list_models(console: Console, models_dir: Path) -> int:
+    """A row per model file; each broken file also gets its error line, and exit code 2."""
+    from checker.models import list_models, load_model
+
+    table = Table(title=escape(f"models in {models_dir}"), title_justify="left")
+    for column in ("model", "spec", "expected", "description"):
+        table.add_column(column, style="bold" if column == "model" else None)
+    errors = []
+    for path in list_models(models_dir):
+        try:
+            m = load_model(path, models_dir)
+        except CheckerError as exc:
+            _add_row(table, path.stem, "", "broken (see below)", "", style="red")
+            errors.append(f"error: {exc}")
+            continue
+        states = f" ({m.expect_states:,} states)" if m.expect_states else ""
+        _add_row(table, m.name, m.spec_name, m.expect_outcome + states, m.description)
+    console.print(table if table.row_count else f"no models in {models_dir}", markup=False)
+    for line in errors:
+        click.echo(line, err=True)
+    return EXIT_ERROR if errors else EXIT_HOLDS
+
+
+def _list_invariants(console: Console, spec: Spec) -> None:
+    machine = spec.instantiate()
+    table = Table(title=escape(f"properties of {spec.name} (built with default parameters)"),
+                  title_justify="left")
+    for column in ("name", "kind", "description"):
+        table.add_column(column, style="bold" if column == "name" else None)
+    for kind, props in (("invariant", machine.invariants),
+                        ("step invariant", machine.step_invariants),
+                        ("lemma", machine.lemmas)):
+        for p in props:
+            _add_row(table, p.name, kind, p.doc)
+    console.print(table if table.row_count else f"spec {spec.name} declares no properties",
+                  markup=False)
+
+
+def _list_mutations(console: Console, spec: Spec) -> None:
+    table = Table(title=escape(f"mutations of {spec.name}"), title_justify="left")
+    table.add_column("name", style="bold")
+    table.add_column("description")
+    for name, doc in spec.mutations.items():
+        _add_row(table, name, doc)
+    console.print(table if table.row_count else f"spec {spec.name} declares no mutations",
+                  markup=False)
+
+
+def _list_params(console: Console, spec: Spec) -> None:
+    table = Table(title=escape(f"parameters of {spec.name}"), title_justify="left")
+    for column in ("name", "default", "allowed", "description"):
+        table.add_column(column, style="bold" if column == "name" else None)
+    for p in spec.params.values():
+        if p.choices is not None:
+            allowed = " | ".join(p.choices)
+        elif p.min is not None or p.max is not None:
+            allowed = f"{'' if p.min is None else p.min}..{'' if p.max is None else p.max}"
+        else:
+            allowed = ""
+        default = str(p.default).lower() if isinstance(p.default, bool) else p.default
+        _add_row(table, p.name, default, allowed, p.doc)
+    console.print(table if table.row_count else f"spec {spec.name} declares no parameters",
+                  markup=False)
+
+
+if __name__ == "__main__":
+    main()
