@@ -288,8 +288,11 @@ def _flatten(op: str, items: Iterable[Any]) -> list[Expr]:
 def And(*items: Any) -> Expr:  # noqa: N802
     """Conjunction, evaluated left to right (later conjuncts may assume earlier ones)."""
     args = [a for a in _flatten("and", _spread(items)) if not (a.is_const and a.value)]
-    if any(a.is_const for a in args):  # a remaining constant is False
-        return FALSE
+    consts = [i for i, a in enumerate(args) if a.is_const]  # each is FALSE
+    if consts:
+        if _safe(*args[:consts[0]]):
+            return FALSE
+        args = args[:consts[0] + 1]  # what follows the FALSE is never evaluated
     if not args:
         return TRUE
     if len(args) == 1:
@@ -300,8 +303,11 @@ def And(*items: Any) -> Expr:  # noqa: N802
 def Or(*items: Any) -> Expr:  # noqa: N802
     """Disjunction, evaluated left to right."""
     args = [a for a in _flatten("or", _spread(items)) if not (a.is_const and not a.value)]
-    if any(a.is_const for a in args):
-        return TRUE
+    consts = [i for i, a in enumerate(args) if a.is_const]  # each is TRUE
+    if consts:
+        if _safe(*args[:consts[0]]):
+            return TRUE
+        args = args[:consts[0] + 1]
     if not args:
         return FALSE
     if len(args) == 1:
@@ -334,11 +340,11 @@ def Exists(domain: Iterable[Any], body: Callable[[Any], Any]) -> Expr:  # noqa: 
 def eq(a: Any, b: Any) -> Expr:
     a, b = lift(a), lift(b)
     _same_sort(a, b, "==")
-    if a is b:
-        return TRUE
     if a.is_const and b.is_const:
         return const(a.value == b.value)
-    if a.hi < b.lo or b.hi < a.lo:
+    if a is b and _safe(a):
+        return TRUE
+    if (a.hi < b.lo or b.hi < a.lo) and _safe(a, b):
         return FALSE
     if a.sort == BOOL and (a.is_const or b.is_const):
         c, other = (a, b) if a.is_const else (b, a)
@@ -352,10 +358,11 @@ def lt(a: Any, b: Any) -> Expr:
     a, b = lift(a), lift(b)
     _want_int(a, "<")
     _want_int(b, "<")
-    if a.hi < b.lo:
-        return TRUE
-    if a.lo >= b.hi:
-        return FALSE
+    if _safe(a, b):
+        if a.hi < b.lo:
+            return TRUE
+        if a.lo >= b.hi:
+            return FALSE
     return _node("lt", (a, b), BOOL, 0, 1)
 
 
@@ -363,10 +370,11 @@ def le(a: Any, b: Any) -> Expr:
     a, b = lift(a), lift(b)
     _want_int(a, "<=")
     _want_int(b, "<=")
-    if a.hi <= b.lo or a is b:
-        return TRUE
-    if a.lo > b.hi:
-        return FALSE
+    if _safe(a, b):
+        if a.hi <= b.lo or a is b:
+            return TRUE
+        if a.lo > b.hi:
+            return FALSE
     return _node("le", (a, b), BOOL, 0, 1)
 
 
@@ -398,7 +406,7 @@ def sub(a: Any, b: Any) -> Expr:
         return const(a.value - b.value)
     if b.is_const and b.value == 0:
         return a
-    if a is b:
+    if a is b and _safe(a):
         return const(0)
     if b.is_const:
         return add(a, -b.value)
@@ -409,9 +417,9 @@ def Min(a: Any, b: Any, *more: Any) -> Expr:  # noqa: N802
     a, b = lift(a), lift(b)
     _want_int(a, "Min")
     _want_int(b, "Min")
-    if a.hi <= b.lo:
+    if a.hi <= b.lo and _safe(b):
         out = a
-    elif b.hi <= a.lo:
+    elif b.hi <= a.lo and _safe(a):
         out = b
     else:
         if b.id < a.id:
@@ -424,9 +432,9 @@ def Max(a: Any, b: Any, *more: Any) -> Expr:  # noqa: N802
     a, b = lift(a), lift(b)
     _want_int(a, "Max")
     _want_int(b, "Max")
-    if a.lo >= b.hi:
+    if a.lo >= b.hi and _safe(b):
         out = a
-    elif b.lo >= a.hi:
+    elif b.lo >= a.hi and _safe(a):
         out = b
     else:
         if b.id < a.id:
@@ -442,9 +450,9 @@ def If(cond: Any, then: Any, otherwise: Any) -> Expr:  # noqa: N802
     _same_sort(a, b, "If branches")
     if c.is_const:
         return a if c.value else b
-    if a is b:
+    if a is b and _safe(c):
         return a
-    if a.sort == BOOL:
+    if a.sort == BOOL and a is not b:
         if a.is_const and b.is_const:
             return c if a.value else Not(c)
         if b.is_const and not b.value:
@@ -483,6 +491,11 @@ def select(index: Any, elems: list[Expr]) -> Expr:
 
 
 # --- analysis -------------------------------------------------------------
+
+def _safe(*xs: Expr) -> bool:
+    """Whether dropping these operands during simplification hides no out-of-range read."""
+    return all(defined(x) is TRUE for x in xs)
+
 
 _DEFINED: dict[int, Expr] = {}
 
