@@ -1,0 +1,187 @@
+"""The spec language: what it accepts, what it refuses, and how it says so."""
+
+from __future__ import annotations
+
+import pytest
+
+from checker.backends.scalar import ScalarMachine
+from checker.engines.bfs import BfsOptions, check
+from checker.engines.result import ERROR
+from checker.errors import ModelError, SpecError
+from checker.lang import Array, Bool, Enum, ForAll, If, Int, Max, Min, Record, Spec, require
+from checker.lang import expr as E
+
+Phase = Enum("Phase", "idle busy")
+
+
+def _spec(body, **params):
+    spec = Spec("t")
+    for name, default in params.items():
+        spec.param(name, default)
+
+    @spec.build
+    def _(m, p):
+        body(m, p)
+
+    return spec
+
+
+def test_python_control_flow_on_a_symbol_is_refused_with_a_hint():
+    def body(m, p):
+        m.var("x", Int(0, 3), init=0)
+
+        @m.action()
+        def bad(s):
+            if s.x > 1:
+                s.x = 0
+
+    with pytest.raises(SpecError, match=r"use If\(c, a, b\)") as info:
+        _spec(body).instantiate()
+    assert "test_lang.py" in str(info.value) and "bad()" in str(info.value)
+
+
+def test_python_min_on_symbols_is_refused():
+    def body(m, p):
+        m.var("x", Int(0, 3), init=0)
+
+        @m.action()
+        def bad(s):
+            s.x = min(s.x, 2)
+
+    with pytest.raises(SpecError, match="Min/Max"):
+        _spec(body).instantiate()
+
+
+def test_sequential_semantics_read_your_own_writes():
+    def body(m, p):
+        m.var("x", Int(0, 9), init=1)
+        m.var("y", Int(0, 9), init=0)
+
+        @m.action()
+        def step(s):
+            old = s.x
+            s.x = s.x + 2
+            s.y = s.x + old  # new x (3) + old x (1)
+
+    machine = _spec(body).instantiate()
+    assert ScalarMachine(machine).apply((1, 0), machine.actions[0]) == (3, 4)
+
+
+def test_symbolic_index_reads_and_writes_records():
+    E2 = Record("Entry", lai=Int(0, 5), closed=Bool())
+
+    def body(m, p):
+        m.var("log", Array(E2, 3), init={"lai": 0, "closed": False})
+        m.var("len", Int(0, 3), init=0)
+
+        @m.action(v=range(1, 3))
+        def append(s, v):
+            require(s.len < 3)
+            s.log[s.len] = {"lai": v, "closed": v == 2}
+            s.len = s.len + 1
+
+    machine = _spec(body).instantiate()
+    scalar = ScalarMachine(machine)
+    state = machine.init_states[0]
+    state = scalar.apply(state, machine.actions[1])
+    state = scalar.apply(state, machine.actions[0])
+    assert machine.decode(state) == {
+        "log": [{"lai": 2, "closed": True}, {"lai": 1, "closed": False},
+                {"lai": 0, "closed": False}],
+        "len": 2}
+
+
+def test_out_of_range_read_is_an_error_even_when_simplification_could_hide_it():
+    def body(m, p):
+        m.var("a", Array(Int(0, 3), 2), init=0)
+        m.var("i", Int(0, 2), init=2)
+
+        @m.action()
+        def loose(s):
+            require(s.a[s.i] <= 3)  # true for every in-range value: folds if unchecked
+
+    result = check(_spec(body).instantiate(), BfsOptions(deadlock=False))
+    assert result.outcome == ERROR
+    assert "loose()" in result.violation.message and "out of range" in result.violation.message
+
+
+def test_guarded_read_is_fine():
+    def body(m, p):
+        m.var("a", Array(Int(0, 3), 2), init=0)
+        m.var("i", Int(0, 2), init=2)
+
+        @m.action()
+        def careful(s):
+            require(s.i < 2)
+            require(s.a[s.i] < 3)
+            s.a[s.i] = s.a[s.i] + 1
+
+    result = check(_spec(body).instantiate(), BfsOptions(deadlock=False))
+    assert result.outcome == "holds"
+
+
+def test_type_errors_are_refused_at_build_time():
+    def body(m, p):
+        m.var("x", Int(0, 3), init=0)
+        m.var("ph", Phase, init=Phase.idle)
+
+        @m.action()
+        def bad(s):
+            s.x = s.ph
+
+    with pytest.raises(SpecError, match="cannot assign a Phase to x"):
+        _spec(body).instantiate()
+
+
+def test_comparing_different_enums_is_refused():
+    Other = Enum("Other", "a b")
+    with pytest.raises(SpecError, match="compares Phase with Other"):
+        E.eq(E.const(Phase.idle), E.const(Other.a))
+
+
+def test_quantifiers_min_max_and_if_fold_on_constants():
+    assert ForAll(range(3), lambda i: i < 5) is E.TRUE
+    assert Min(3, 5).value == 3 and Max(3, 5).value == 5
+    assert If(True, 1, 2).value == 1
+
+
+def test_parameters_are_checked():
+    spec = Spec("p")
+    spec.param("n", 2, "size", min=1, max=4)
+
+    @spec.build
+    def _(m, p):
+        m.var("x", Int(0, p.n), init=0)
+
+        @m.action()
+        def inc(s):
+            require(s.x < p.n)
+            s.x = s.x + 1
+
+    assert spec.instantiate({"n": "3"}).params["n"] == 3
+    with pytest.raises(ModelError, match="above its maximum 4"):
+        spec.instantiate({"n": 9})
+    with pytest.raises(ModelError, match="no parameter 'm'"):
+        spec.instantiate({"m": 1})
+    with pytest.raises(ModelError, match="no mutation 'Nope'"):
+        spec.instantiate({}, mutations=["Nope"])
+
+
+def test_initial_states_from_a_parameterised_init():
+    def body(m, p):
+        m.var("x", Int(0, 5), init=0)
+        m.var("flag", Bool(), init=False)
+
+        @m.init(v=range(4))
+        def start(s, v):
+            require(v % 2 == 0)
+            s.x = v
+
+        @m.action()
+        def toggle(s):
+            s.flag = ~s.flag
+
+    machine = _spec(body).instantiate()
+    assert machine.init_states == [(0, 0), (2, 0)]
+    result = check(machine, BfsOptions(deadlock=False))
+    assert result.stats["distinct_states"] == 4
