@@ -28,7 +28,7 @@ import numpy as np
 from checker.backends.scalar import ScalarMachine
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult, Violation
 from checker.engines.successors import Kernel
-from checker.engines.visited import VisitedSet, unique_min, unique_min_packed
+from checker.engines.visited import LevelDedup, VisitedSet
 from checker.errors import CheckerError, EvalError
 from checker.lang.machine import Machine
 from checker.packing import U64, collision_probability
@@ -45,6 +45,7 @@ class BfsOptions:
     checkpoint_dir: str | None = None
     resume: bool = False
     batch_size: int = 1 << 15  # parents per chunk: keeps a chunk's arrays in cache
+    dedup_budget: int = 1 << 20  # candidate states kept before filtering against visited
     checkpoint_seconds: float = 300.0
     progress_seconds: float = 2.0
 
@@ -146,7 +147,11 @@ def _check_new_states(search: _Search, words: list[np.ndarray], depth: int,
     Among violating states the one with the smallest generation key (`keys`)
     is reported; initial states have no key and go by fingerprint order.
     """
-    first_bad, undefined = search.kernel.violated_properties(words)
+    step = search.options.batch_size
+    checked = [search.kernel.violated_properties([w[lo:lo + step] for w in words])
+               for lo in range(0, len(words[0]), step)]
+    first_bad = np.concatenate([c[0] for c in checked])
+    undefined = np.concatenate([c[1] for c in checked])
     bad = np.flatnonzero((first_bad >= 0) | undefined)
     if len(bad) == 0:
         return None
@@ -162,9 +167,9 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     n = len(frontier[0])
     A = kernel.n_actions
     depth = search.depth
-    chunks_fp: list[np.ndarray] = []
-    chunks_gen: list[np.ndarray] = []
-    chunks_words: list[list[np.ndarray]] = []
+    layout = kernel.layout
+    dedup = LevelDedup(search.visited, layout.n_words, layout.bits if layout.exact else None,
+                       options.dedup_budget)
     best_error: int | None = None
     best_step: tuple[int, int] | None = None
     deadlock: int | None = None
@@ -186,17 +191,7 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
                                                or exp.step_violation[0] < best_step[0]):
             best_step = exp.step_violation
         if len(exp.gen):
-            fps = kernel.layout.fingerprints(exp.words)
-            packed = unique_min_packed(fps, exp.gen, kernel.layout.bits) \
-                if kernel.layout.exact else None
-            if packed is not None:  # exact fingerprints are the states themselves
-                ufp, ugen = packed
-                chunks_words.append([ufp])
-            else:
-                ufp, ugen, rows = unique_min(fps, exp.gen)
-                chunks_words.append([w[rows] for w in exp.words])
-            chunks_fp.append(ufp)
-            chunks_gen.append(ugen)
+            dedup.add(layout.fingerprints(exp.words), exp.gen, exp.words)
         now = time.perf_counter()
         if options.progress and now - last_progress >= options.progress_seconds:
             last_progress = now
@@ -205,29 +200,8 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
         return _Found("guard_error", depth, guard_error // A, guard_error % A)
     if deadlock is not None:
         return _Found("deadlock", depth, deadlock, None, "Deadlock")
-    # merge the chunks (a state found by several keeps its smallest key), then drop
-    # the visited ones with one search of sorted queries: dense, so cache-friendly
-    if chunks_fp:
-        all_fp = np.concatenate(chunks_fp)
-        all_gen = np.concatenate(chunks_gen)
-        del chunks_fp, chunks_gen
-        packed = unique_min_packed(all_fp, all_gen, kernel.layout.bits) \
-            if kernel.layout.exact else None
-        if packed is not None:
-            new_fp, new_gen = packed
-            new_words = [new_fp]
-        else:
-            new_fp, new_gen, rows = unique_min(all_fp, all_gen)
-            new_words = [np.concatenate([c[w] for c in chunks_words])[rows]
-                         for w in range(kernel.layout.n_words)]
-        fresh = search.visited.missing(new_fp)
-        new_fp, new_gen = new_fp[fresh], new_gen[fresh]
-        new_words = [w[fresh] for w in new_words]
-    else:
-        new_fp = np.empty(0, dtype=U64)
-        new_gen = np.empty(0, dtype=np.int64)
-        new_words = [np.empty(0, dtype=U64) for _ in range(kernel.layout.n_words)]
-    del chunks_words
+    new_fp, new_gen, new_words = dedup.result()
+    del dedup
     parent = (new_gen // A).astype(np.uint32)
     action = (new_gen % A).astype(np.uint16)
     found_state = _check_new_states(search, new_words, depth + 1, new_gen) if len(new_fp) \
@@ -385,7 +359,7 @@ def _save_checkpoint(search: _Search, directory: str, started: float) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     sizes = [len(p) for p in search.parents]
-    np.save(os.path.join(tmp, "visited.npy"), search.visited.fps)
+    np.save(os.path.join(tmp, "visited.npy"), search.visited.to_array())
     np.save(os.path.join(tmp, "parents.npy"), np.concatenate(search.parents))
     np.save(os.path.join(tmp, "actions.npy"), np.concatenate(search.actions))
     np.save(os.path.join(tmp, "frontier.npy"), np.stack(search.frontier))
@@ -412,8 +386,7 @@ def _load_checkpoint(search: _Search, directory: str) -> None:
     if meta.get("identity") != json.loads(json.dumps(_identity(search.machine))):
         raise CheckerError(f"cannot resume from {directory}: it was written for another "
                            "model, parameters or engine version")
-    search.visited = VisitedSet()
-    search.visited.fps = np.load(os.path.join(directory, "visited.npy"))
+    search.visited = VisitedSet(np.load(os.path.join(directory, "visited.npy")))
     bounds = np.cumsum([0] + meta["level_sizes"])
     parents = np.load(os.path.join(directory, "parents.npy"))
     actions = np.load(os.path.join(directory, "actions.npy"))

@@ -46,29 +46,144 @@ def unique_min_packed(fps: np.ndarray, gen: np.ndarray, state_bits: int
 
 
 class VisitedSet:
-    """Fingerprints of every state seen, as one sorted uint64 array (8 bytes each)."""
+    """Fingerprints of every state seen (8 bytes each), as sorted runs that
+    partition the fingerprint range.
 
-    def __init__(self, initial: np.ndarray | None = None):
-        self.fps = np.sort(initial) if initial is not None else np.empty(0, dtype=np.uint64)
+    A query or a merge touches only the runs its fingerprints fall in, and a
+    run splits when it grows past `max_run`, so adding a level never copies the
+    whole set: memory stays near 8 bytes a state instead of doubling per merge.
+    """
+
+    def __init__(self, initial: np.ndarray | None = None, max_run: int = 1 << 21):
+        self.max_run = max_run
+        self.runs: list[np.ndarray] = []
+        self.starts = np.zeros(1, dtype=np.uint64)  # smallest fingerprint each run may hold
+        if initial is not None and len(initial):
+            self.runs = self._split(np.sort(initial))
+        else:
+            self.runs = [np.empty(0, dtype=np.uint64)]
+        self._index()
 
     def __len__(self) -> int:
-        return len(self.fps)
+        return sum(len(r) for r in self.runs)
 
     @property
     def nbytes(self) -> int:
-        return self.fps.nbytes
+        return sum(r.nbytes for r in self.runs)
+
+    def to_array(self) -> np.ndarray:
+        return np.concatenate(self.runs)
+
+    def _index(self) -> None:
+        starts = [0] + [int(r[0]) for r in self.runs[1:]]
+        self.starts = np.array(starts, dtype=np.uint64)
+
+    def _split(self, run: np.ndarray) -> list[np.ndarray]:
+        if len(run) <= self.max_run:
+            return [run]
+        half = self.max_run // 2
+        return [run[i:i + half].copy() for i in range(0, len(run), half)]
+
+    def _cuts(self, sorted_fps: np.ndarray) -> np.ndarray:
+        """Index in `sorted_fps` where each run's share begins, plus the end."""
+        inner = np.searchsorted(sorted_fps, self.starts[1:])
+        return np.concatenate(([0], inner, [len(sorted_fps)]))
 
     def missing(self, sorted_fps: np.ndarray) -> np.ndarray:
         """Mask of the (sorted) queries not in the set."""
-        if len(self.fps) == 0 or len(sorted_fps) == 0:
-            return np.ones(len(sorted_fps), dtype=bool)
-        pos = np.searchsorted(self.fps, sorted_fps)
-        np.minimum(pos, len(self.fps) - 1, out=pos)
-        return self.fps[pos] != sorted_fps
+        out = np.ones(len(sorted_fps), dtype=bool)
+        cuts = self._cuts(sorted_fps)
+        for run, a, b in zip(self.runs, cuts[:-1], cuts[1:], strict=True):
+            if a == b or not len(run):
+                continue
+            q = sorted_fps[a:b]
+            pos = np.searchsorted(run, q)
+            np.minimum(pos, len(run) - 1, out=pos)
+            out[a:b] = run[pos] != q
+        return out
 
     def add_sorted(self, new_fps: np.ndarray) -> None:
-        """Merge sorted, absent fingerprints (timsort merges the two runs in linear time)."""
-        merged = np.concatenate((self.fps, new_fps))
-        self.fps = None  # type: ignore[assignment]  # free the old array before sorting
-        merged.sort(kind="stable")
-        self.fps = merged
+        """Merge sorted, absent fingerprints into the runs they fall in."""
+        cuts = self._cuts(new_fps)
+        runs: list[np.ndarray] = []
+        for run, a, b in zip(self.runs, cuts[:-1], cuts[1:], strict=True):
+            if a == b:
+                runs.append(run)
+                continue
+            merged = np.concatenate((run, new_fps[a:b]))
+            merged.sort(kind="stable")  # timsort: two sorted runs merge in linear time
+            runs += self._split(merged)
+        self.runs = runs
+        self._index()
+
+
+class LevelDedup:
+    """The successors of one BFS level that may be new, in bounded memory.
+
+    Each chunk's successors collapse to distinct fingerprints with their smallest
+    generation key. When `budget` such candidates are pending they are merged and
+    filtered against the visited set and against the survivors of earlier rounds
+    (keeping the smaller key of a state found twice). Survivors are kept as
+    disjoint sorted parts, so a round never re-sorts what earlier rounds found:
+    memory stays near `budget` plus the level's genuinely new states.
+    """
+
+    def __init__(self, visited: VisitedSet, n_words: int, exact_bits: int | None,
+                 budget: int = 1 << 20):
+        self.visited = visited
+        self.n_words = n_words
+        self.exact_bits = exact_bits  # state bits when fingerprints are the states
+        self.budget = budget
+        self.pending: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
+        self.pending_count = 0
+        self.found: list[tuple[np.ndarray, np.ndarray, list[np.ndarray]]] = []
+
+    def add(self, fps: np.ndarray, gen: np.ndarray, words: list[np.ndarray]) -> None:
+        if len(fps):
+            part = self._unique(fps, gen, words)
+            self.pending.append(part)
+            self.pending_count += len(part[0])
+            if self.pending_count > self.budget:
+                self._round()
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Sorted new fingerprints, their canonical generation keys, and their words."""
+        self._round()
+        if not self.found:
+            empty = np.empty(0, dtype=np.uint64)
+            return empty, np.empty(0, dtype=np.int64), [empty] * self.n_words
+        if len(self.found) == 1:
+            return self.found[0]
+        parts, self.found = self.found, []
+        fps = np.concatenate([p[0] for p in parts])
+        order = np.argsort(fps, kind="stable")  # timsort: a k-way merge of sorted parts
+        gen = np.concatenate([p[1] for p in parts])[order]
+        words = [np.concatenate([p[2][w] for p in parts])[order] for w in range(self.n_words)]
+        return fps[order], gen, words
+
+    def _unique(self, fps, gen, words):
+        if self.exact_bits is not None:
+            packed = unique_min_packed(fps, gen, self.exact_bits)
+            if packed is not None:  # exact fingerprints are the states themselves
+                return packed[0], packed[1], [packed[0]]
+        ufp, ugen, rows = unique_min(fps, gen)
+        return ufp, ugen, [w[rows] for w in words]
+
+    def _round(self) -> None:
+        if not self.pending:
+            return
+        parts, self.pending, self.pending_count = self.pending, [], 0
+        fps, gen, words = self._unique(
+            np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            [np.concatenate([p[2][w] for p in parts]) for w in range(self.n_words)])
+        del parts
+        keep = self.visited.missing(fps)
+        for found_fps, found_gen, _ in self.found:
+            if not len(found_fps):
+                continue
+            pos = np.searchsorted(found_fps, fps)
+            np.minimum(pos, len(found_fps) - 1, out=pos)
+            hit = keep & (found_fps[pos] == fps)
+            found_gen[pos[hit]] = np.minimum(found_gen[pos[hit]], gen[hit])
+            keep &= ~hit
+        self.found.append((fps[keep], gen[keep], [w[keep] for w in words]))
