@@ -148,17 +148,18 @@ def _check_new_states(search: _Search, words: list[np.ndarray], depth: int,
     is reported; initial states have no key and go by fingerprint order.
     """
     step = search.options.batch_size
-    checked = [search.kernel.violated_properties([w[lo:lo + step] for w in words])
-               for lo in range(0, len(words[0]), step)]
-    first_bad = np.concatenate([c[0] for c in checked])
-    undefined = np.concatenate([c[1] for c in checked])
-    bad = np.flatnonzero((first_bad >= 0) | undefined)
-    if len(bad) == 0:
+    bad: list[tuple[int, int, bool]] = []  # (index, first violated property, undefined)
+    for lo in range(0, len(words[0]), step):
+        first, undefined = search.kernel.violated_properties([w[lo:lo + step] for w in words])
+        for i in np.flatnonzero((first >= 0) | undefined):
+            bad.append((lo + int(i), int(first[i]), bool(undefined[i])))
+    if not bad:
         return None
-    i = int(bad[np.argmin(keys[bad])]) if keys is not None else int(bad[0])
-    kind = "error" if undefined[i] else "invariant"
-    prop = "" if undefined[i] else search.kernel.property_names[int(first_bad[i])]
-    return _Found(kind, depth, i, None, prop)
+    index, prop, undefined = min(bad, key=lambda b: int(keys[b[0]]) if keys is not None
+                                 else b[0])
+    if undefined:
+        return _Found("error", depth, index, None, "")
+    return _Found("invariant", depth, index, None, search.kernel.property_names[prop])
 
 
 def _expand_level(search: _Search, started: float) -> _Found | None:

@@ -154,12 +154,21 @@ class LevelDedup:
             return empty, np.empty(0, dtype=np.int64), [empty] * self.n_words
         if len(self.found) == 1:
             return self.found[0]
-        parts, self.found = self.found, []
-        fps = np.concatenate([p[0] for p in parts])
-        order = np.argsort(fps, kind="stable")  # timsort: a k-way merge of sorted parts
-        gen = np.concatenate([p[1] for p in parts])[order]
-        words = [np.concatenate([p[2][w] for p in parts])[order] for w in range(self.n_words)]
-        return fps[order], gen, words
+        # a k-way merge of disjoint sorted parts (timsort finds the runs), freeing
+        # each input column as soon as its merged copy exists
+        columns = [[p[0] for p in self.found], [p[1] for p in self.found]]
+        columns += [[p[2][w] for p in self.found] for w in range(self.n_words)]
+        self.found = []
+        fps = np.concatenate(columns[0])
+        order = np.argsort(fps, kind="stable")
+        merged = []
+        for k in range(len(columns)):
+            part, columns[k] = columns[k], []
+            merged.append((fps if k == 0 else np.concatenate(part))[order])
+            del part
+            if k == 0:
+                del fps
+        return merged[0], merged[1], merged[2:]
 
     def _unique(self, fps, gen, words):
         if self.exact_bits is not None:
