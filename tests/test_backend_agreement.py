@@ -25,6 +25,7 @@ import z3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checker.backends import vector
 from checker.backends.scalar import OutOfRange, evaluate
 from checker.backends.z3_terms import Z3Encoder
 from checker.errors import SpecError
@@ -203,7 +204,6 @@ def test_z3_agrees_with_scalar(label: str) -> None:
 
 @pytest.mark.parametrize("label", [label for label, _ in SPECS])
 def test_numpy_agrees_with_scalar(label: str) -> None:
-    vector = pytest.importorskip("checker.backends.vector")
     machine = _machine(label)
     cases = _cases(machine)
 

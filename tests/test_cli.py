@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -33,17 +32,6 @@ deadlock = false
 outcome = "violates WithinLimit"
 """,
 }
-
-
-def _needs(*modules: str) -> pytest.MarkDecorator:
-    """Skip (not fail) tests of engines and trace tools that are still being written."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    return pytest.mark.skipif(bool(missing), reason=f"not written yet: {', '.join(missing)}")
-
-
-needs_bfs = _needs("checker.engines.bfs")
-needs_simulation = _needs("checker.engines.simulation")
-needs_traces = _needs("checker.traces.itf", "checker.traces.replay", "checker.traces.view")
 
 
 @pytest.fixture
@@ -125,7 +113,6 @@ def test_bad_arguments(models, args, message):
     assert line.startswith("error: ") and message in line
 
 
-@needs_traces
 @pytest.mark.parametrize("text", ['{"states": [', '{"states": []}', "\xff"])
 def test_trace_that_does_not_parse(models, text):
     Path("bad.itf.json").write_text(text, encoding="latin-1")
@@ -158,7 +145,6 @@ def test_help_and_no_arguments(models):
 
 # --- check -------------------------------------------------------------------------
 
-@needs_bfs
 def test_check_holds(models):
     result = run(models, "check", "holds")
     assert result.exit_code == 0, result.output
@@ -167,8 +153,6 @@ def test_check_holds(models):
     assert "distinct states" in out and "coverage" in out and "inc()" in out
 
 
-@needs_bfs
-@needs_traces
 def test_check_violation_writes_trace(models):
     result = run(models, "check", "caught")
     assert result.exit_code == 1, result.output
@@ -179,8 +163,6 @@ def test_check_violation_writes_trace(models):
     assert "as expected" in result.stdout
 
 
-@needs_bfs
-@needs_traces
 def test_unexpected_outcome_keeps_exit_code(models, tmp_path):
     out = tmp_path / "out" / "t.json"
     result = run(models, "check", str(models / "holds.toml"), "--set", "limit=5",
@@ -191,7 +173,6 @@ def test_unexpected_outcome_keeps_exit_code(models, tmp_path):
     assert "statistics" not in result.stdout and result.stderr == ""
 
 
-@needs_bfs
 def test_deadlock_flag_overrides_model(models):
     result = run(models, "check", "holds", "--deadlock", "--json")
     assert result.exit_code == 1, result.output
@@ -200,7 +181,6 @@ def test_deadlock_flag_overrides_model(models):
     assert report["outcome"] == "violates Deadlock" and report["as_expected"] is False
 
 
-@needs_bfs
 def test_check_json(models):
     result = run(models, "check", "holds", "--json")
     assert result.exit_code == 0, result.output
@@ -217,8 +197,6 @@ def test_check_json(models):
     assert [row["action"] for row in report["coverage"]] == ["inc()"]
 
 
-@needs_bfs
-@needs_traces
 def test_check_json_violation(models):
     result = run(models, "check", "caught", "--json")
     assert result.exit_code == 1, result.output
@@ -228,7 +206,6 @@ def test_check_json_violation(models):
     assert Path(violation["trace_file"]).is_file()
 
 
-@needs_bfs
 def test_depth_bound_is_not_a_proof(models):
     result = run(models, "check", "holds", "--max-depth", "1", "--json")
     assert result.exit_code == 0, result.output
@@ -237,7 +214,6 @@ def test_depth_bound_is_not_a_proof(models):
     assert "not a proof" in run(models, "check", "holds", "--max-depth", "1").stdout
 
 
-@needs_bfs
 def test_interrupt_says_how_to_resume(models, monkeypatch):
     from checker.engines import bfs
 
@@ -253,8 +229,6 @@ def test_interrupt_says_how_to_resume(models, monkeypatch):
 
 # --- simulate ------------------------------------------------------------------------
 
-@needs_simulation
-@needs_traces
 def test_simulate(models):
     result = run(models, "simulate", "caught", "--seed", "3", "--runs", "5", "--json")
     assert result.exit_code == 1, result.output
@@ -269,8 +243,6 @@ def test_simulate(models):
 
 # --- traces ------------------------------------------------------------------------------
 
-@needs_bfs
-@needs_traces
 def test_trace_show_and_check(models):
     assert run(models, "check", "caught", "--quiet").exit_code == 1
     trace = "traces/caught-WithinLimit.itf.json"

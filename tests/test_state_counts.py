@@ -3,11 +3,12 @@
 Three sources are held to each other:
 * hand derivations: `EXPECTED` in each module of `tests/specs/` (see their docstrings);
 * the naive reference BFS (`tests/naive_bfs.py`): Python sets over the scalar backend;
-* the BFS engine (`checker.engines.bfs`); its tests skip while it cannot be imported.
+* the BFS engine (`checker.engines.bfs`).
 
 On top of the hand-derived specs, the tracker's small models (`models/*.toml`; the
-benchmark models live in `bench/models/`) are explored by both BFS implementations, which must agree on every
-count and on the length and property of the shortest counterexample, and must match
+benchmark models live in `bench/models/`) are explored by both BFS implementations,
+which must agree on every count and on the length and property of the shortest
+counterexample, and must match
 the model's expected outcome (and its `states` baseline when it has one).
 """
 
@@ -88,10 +89,7 @@ def _unchecked(machine: Machine) -> Machine:
 
 
 def _engine():
-    try:
-        from checker.engines.bfs import BfsOptions, check
-    except ImportError as exc:
-        pytest.skip(f"checker.engines.bfs is not importable yet ({exc})")
+    from checker.engines.bfs import BfsOptions, check
     return check, BfsOptions
 
 
