@@ -44,7 +44,7 @@ class BfsOptions:
     progress: Callable[[str], None] | None = None
     checkpoint_dir: str | None = None
     resume: bool = False
-    batch_size: int = 1 << 15  # parents per chunk: keeps a chunk's arrays in cache
+    batch_size: int = 1 << 16  # parents per chunk: big enough to amortise per-action calls
     dedup_budget: int = 1 << 20  # candidate states kept before filtering against visited
     checkpoint_seconds: float = 300.0
     progress_seconds: float = 2.0

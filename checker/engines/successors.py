@@ -18,7 +18,7 @@ smallest action id. Engines pick counterexamples by the same rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,7 +52,6 @@ class Expansion:
     step_violation: tuple[int, int] | None = None  # (gen key, step invariant index), smallest
     error: int | None = None  # smallest gen key whose evaluation failed
     guard_error: int | None = None  # smallest parent lane whose guard read out of range
-    per_action: list[np.ndarray] = field(default_factory=list)
 
 
 class Kernel:
@@ -158,7 +157,6 @@ class Kernel:
         guard_vals = outs[:A]
         succ_words: list[list[np.ndarray]] = [[] for _ in range(self.layout.n_words)]
         gens: list[np.ndarray] = []
-        per_action: list[np.ndarray] = []
         enabled = np.zeros(A, dtype=np.int64)
         any_enabled = np.zeros(n, dtype=bool) if check_deadlock else None
         result = Expansion([], np.empty(0, np.int64), enabled, np.empty(0, np.int64))
@@ -172,7 +170,6 @@ class Kernel:
         for prog, g in zip(self._programs, guard_vals, strict=True):
             if isinstance(g, bool | np.bool_):
                 if not g:
-                    per_action.append(np.empty(0, np.int64))
                     continue
                 idx = np.arange(n)
             else:
@@ -181,10 +178,8 @@ class Kernel:
                 any_enabled[idx] = True
             enabled[prog.action.id] = len(idx)
             if len(idx) == 0:
-                per_action.append(idx)
                 continue
             self._apply(prog, words, read, idx, first_parent, result, succ_words, gens)
-            per_action.append(idx)
         if any_enabled is not None:
             result.deadlocked = np.flatnonzero(~any_enabled) + first_parent
         result.words = [np.concatenate(ws) if ws else np.empty(0, U64) for ws in succ_words]
@@ -194,17 +189,22 @@ class Kernel:
     def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
                result: Expansion, succ_words: list[list[np.ndarray]],
                gens: list[np.ndarray]) -> None:
-        cache: dict[int, np.ndarray] = {}
-
-        def sub(j: int) -> np.ndarray:
-            got = cache.get(j)
-            if got is None:
-                got = read(j)[idx]
-                cache[j] = got
-            return got
-
         m = len(idx)
-        outs = prog.fn(sub, sub)
+        if 2 * m > len(words[0]):
+            # most lanes are enabled: evaluate on the whole batch and keep the enabled
+            # lanes' results, instead of gathering every slot the action reads
+            outs = [o if np.ndim(o) == 0 else o[idx] for o in prog.fn(read, read)]
+        else:
+            cache: dict[int, np.ndarray] = {}
+
+            def sub(j: int) -> np.ndarray:
+                got = cache.get(j)
+                if got is None:
+                    got = read(j)[idx]
+                    cache[j] = got
+                return got
+
+            outs = prog.fn(sub, sub)
         k_upd = len(prog.update_slots)
         A = self.n_actions
         gen = (idx.astype(np.int64) + first_parent) * A + prog.action.id

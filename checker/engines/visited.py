@@ -11,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def unique_min(fps: np.ndarray, gen: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def unique_min(fps: np.ndarray, gen: np.ndarray, runs: bool = False
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sorted distinct fingerprints, the smallest generation key of each, and a
-    row index holding that fingerprint."""
+    row index holding that fingerprint. `runs`: the input is a few sorted runs,
+    which timsort merges in near-linear time."""
     if len(fps) == 0:
         return fps, gen, np.empty(0, dtype=np.int64)
-    order = np.argsort(fps)
+    order = np.argsort(fps, kind="stable" if runs else "quicksort")
     f = fps[order]
     starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
     return f[starts], np.minimum.reduceat(gen[order], starts), order[starts]
@@ -43,6 +45,35 @@ def unique_min_packed(fps: np.ndarray, gen: np.ndarray, state_bits: int
     starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
     low = key[starts] & np.uint64((1 << span_bits) - 1)
     return f[starts], low.astype(np.int64) + base
+
+
+def unique_min_hashed(fps: np.ndarray, gen: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """`unique_min` for hashed fingerprints of one batch, where each transition's
+    generation key is distinct; None when it cannot decide (then use argsort).
+
+    The key (relative to the batch's smallest) goes in the low bits and the
+    fingerprint's high bits above it, so one plain sort groups the batch. Two
+    different fingerprints that share those high bits would interleave; the
+    full fingerprints are then not sorted, which is checked, and rare.
+    """
+    base = int(gen.min())
+    span_bits = (int(gen.max()) - base).bit_length()
+    if span_bits > 32:
+        return None
+    rel = (gen - base).astype(np.int64)
+    row_of = np.empty(int(rel.max()) + 1, dtype=np.int64)
+    row_of[rel] = np.arange(len(gen))
+    shift = np.uint64(span_bits)
+    key = ((fps >> shift) << shift) | rel.astype(np.uint64)
+    key.sort()
+    rows = row_of[(key & np.uint64((1 << span_bits) - 1)).astype(np.int64)]
+    f = fps[rows]
+    if len(f) > 1 and not (f[1:] >= f[:-1]).all():
+        return None
+    starts = np.flatnonzero(np.concatenate(([True], f[1:] != f[:-1])))
+    first = rows[starts]
+    return f[starts], gen[first], first
 
 
 class VisitedSet:
@@ -124,8 +155,9 @@ class LevelDedup:
     generation key. When `budget` such candidates are pending they are merged and
     filtered against the visited set and against the survivors of earlier rounds
     (keeping the smaller key of a state found twice). Survivors are kept as
-    disjoint sorted parts, so a round never re-sorts what earlier rounds found:
-    memory stays near `budget` plus the level's genuinely new states.
+    disjoint sorted parts of geometrically decreasing size (merged like a binary
+    counter), so a round searches few parts and never re-sorts much: memory
+    stays near `budget` plus the level's genuinely new states.
     """
 
     def __init__(self, visited: VisitedSet, n_words: int, exact_bits: int | None,
@@ -149,33 +181,30 @@ class LevelDedup:
     def result(self) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Sorted new fingerprints, their canonical generation keys, and their words."""
         self._round()
+        while len(self.found) > 1:
+            self._merge_last_two()
         if not self.found:
             empty = np.empty(0, dtype=np.uint64)
             return empty, np.empty(0, dtype=np.int64), [empty] * self.n_words
-        if len(self.found) == 1:
-            return self.found[0]
-        # a k-way merge of disjoint sorted parts (timsort finds the runs), freeing
-        # each input column as soon as its merged copy exists
-        columns = [[p[0] for p in self.found], [p[1] for p in self.found]]
-        columns += [[p[2][w] for p in self.found] for w in range(self.n_words)]
-        self.found = []
-        fps = np.concatenate(columns[0])
-        order = np.argsort(fps, kind="stable")
-        merged = []
-        for k in range(len(columns)):
-            part, columns[k] = columns[k], []
-            merged.append((fps if k == 0 else np.concatenate(part))[order])
-            del part
-            if k == 0:
-                del fps
-        return merged[0], merged[1], merged[2:]
+        return self.found.pop()
 
-    def _unique(self, fps, gen, words):
+    def _merge_last_two(self) -> None:
+        """Merge the two newest survivor parts (disjoint, each sorted) into one."""
+        b, a = self.found.pop(), self.found.pop()
+        fps = np.concatenate((a[0], b[0]))
+        order = np.argsort(fps, kind="stable")  # timsort: two sorted runs, linear time
+        gen = np.concatenate((a[1], b[1]))[order]
+        words = [np.concatenate((a[2][w], b[2][w]))[order] for w in range(self.n_words)]
+        del a, b
+        self.found.append((fps[order], gen, words))
+
+    def _unique(self, fps, gen, words, runs: bool = False):
         if self.exact_bits is not None:
             packed = unique_min_packed(fps, gen, self.exact_bits)
             if packed is not None:  # exact fingerprints are the states themselves
                 return packed[0], packed[1], [packed[0]]
-        ufp, ugen, rows = unique_min(fps, gen)
+        found = None if runs or not len(fps) else unique_min_hashed(fps, gen)
+        ufp, ugen, rows = found if found is not None else unique_min(fps, gen, runs)
         return ufp, ugen, [w[rows] for w in words]
 
     def _round(self) -> None:
@@ -184,7 +213,7 @@ class LevelDedup:
         parts, self.pending, self.pending_count = self.pending, [], 0
         fps, gen, words = self._unique(
             np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-            [np.concatenate([p[2][w] for p in parts]) for w in range(self.n_words)])
+            [np.concatenate([p[2][w] for p in parts]) for w in range(self.n_words)], runs=True)
         del parts
         keep = self.visited.missing(fps)
         for found_fps, found_gen, _ in self.found:
@@ -196,3 +225,6 @@ class LevelDedup:
             found_gen[pos[hit]] = np.minimum(found_gen[pos[hit]], gen[hit])
             keep &= ~hit
         self.found.append((fps[keep], gen[keep], [w[keep] for w in words]))
+        # keep parts of geometrically decreasing size, so a round searches O(log) parts
+        while len(self.found) > 1 and 2 * len(self.found[-1][0]) >= len(self.found[-2][0]):
+            self._merge_last_two()

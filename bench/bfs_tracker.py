@@ -1,0 +1,76 @@
+"""Explicit-state BFS throughput and memory on the RFC tracker at several sizes.
+
+Each size runs in its own process, so peak RSS belongs to that run alone.
+Prints, per model: distinct states, transitions, diameter, seconds, distinct
+states per second, bytes per visited state kept by the search (fingerprint,
+parent index, action id), peak RSS, and peak RSS above the interpreter's
+baseline per visited state.
+
+    python bench/bfs_tracker.py                  # small, medium, large, xlarge
+    python bench/bfs_tracker.py --only medium
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "bench" / "models"
+SIZES = {
+    "small": ("tracker_bench_small", {}),
+    "medium": ("tracker_bench_medium", {}),
+    "large": ("tracker_bench_large", {}),  # 64-bit states: exact fingerprints
+    "xlarge": ("tracker_bench_large", {"max_now": "4"}),  # 75-bit states: hashed
+}
+
+
+def run_one(model_name: str, overrides: dict[str, str]) -> dict:
+    """Run in this process and return the figures (called in a child process)."""
+    sys.path.insert(0, str(ROOT))
+    from checker.engines.bfs import BfsOptions, check
+    from checker.models import build_machine, load_model
+
+    machine = build_machine(load_model(model_name, MODELS), overrides)
+    baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = check(machine, BfsOptions(deadlock=False))
+    stats = dict(result.stats)
+    stats["baseline_rss_mb"] = round(baseline_mb, 1)
+    above = (stats["peak_rss_mb"] - baseline_mb) * 2**20
+    stats["peak_bytes_per_state"] = round(above / stats["distinct_states"], 1)
+    stats["outcome"] = result.outcome
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=sorted(SIZES), action="append")
+    parser.add_argument("--child", nargs=2, metavar=("MODEL", "OVERRIDES_JSON"),
+                        help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_one(args.child[0], json.loads(args.child[1]))))
+        return
+    header = (f"{'size':<7} {'states':>12} {'transitions':>12} {'diam':>4} {'bits':>4} "
+              f"{'fp':>6} {'seconds':>8} {'states/s':>11} {'B/state':>7} "
+              f"{'peak RSS MB':>11} {'peak B/state':>12}")
+    print(header)
+    print("-" * len(header))
+    for size in args.only or list(SIZES):
+        model, overrides = SIZES[size]
+        out = subprocess.run([sys.executable, __file__, "--child", model, json.dumps(overrides)],
+                             capture_output=True, text=True, check=True)
+        s = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"{size:<7} {s['distinct_states']:>12,} {s['generated']:>12,} "
+              f"{s['diameter']:>4} {s['state_bits']:>4} {s['fingerprint']:>6} "
+              f"{s['seconds']:>8.2f} {s['states_per_second']:>11,} "
+              f"{s['bytes_per_state']:>7} {s['peak_rss_mb']:>11,.0f} "
+              f"{s['peak_bytes_per_state']:>12}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
