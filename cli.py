@@ -29,6 +29,7 @@ from checker.errors import CheckerError
 
 if TYPE_CHECKING:
     from checker.engines.result import CheckResult
+    from checker.gate import GateReport, GateResult
     from checker.lang.machine import Machine
     from checker.lang.spec import Spec
     from checker.models import Model
@@ -396,6 +397,85 @@ def trace_check(file: str) -> None:
     loaded, violated = check_trace(file)
     click.echo(f"{file}: replays ({len(loaded)} steps of spec {loaded.machine.spec_name}); "
                f"violates {', '.join(violated) or 'nothing'}")
+
+
+# --- gate ------------------------------------------------------------------------------
+
+@main.command()
+@click.argument("targets", nargs=-1, metavar="[DIR|FILES...]")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Also write a JUnit XML report (a testcase per model) to PATH.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object on stdout instead of the table.")
+@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=TRACE_DIR / "gate", show_default=True,
+              help="Where counterexamples are written (as ITF).")
+@click.option("--update-baselines", is_flag=True,
+              help="Rewrite the expect.states line of every model whose outcome matched.")
+@click.pass_obj
+def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
+         trace_dir: Path, update_baselines: bool) -> int:
+    """Run every model file (in DIR, default the models folder, or the FILES given) and
+    compare its outcome and state count with the file's expectation. For CI: exit 0 when
+    all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
+    from checker.gate import collect_models, run_gate, to_json, write_junit
+
+    paths = collect_models(targets, models_dir)
+    width = len(str(len(paths)))
+
+    def started(i: int, n: int, path: Path) -> None:
+        click.echo(f"[{i:>{width}}/{n}] {path.stem} ... ", err=True, nl=False)
+
+    def done(i: int, n: int, r: GateResult) -> None:
+        states = "" if r.states is None else f"{r.states:,} states, "
+        click.echo(f"{'ok' if r.ok else 'SURPRISE: ' + r.reason} ({states}{r.seconds:.2f} s)",
+                   err=True)
+        if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
+            click.echo(r.detail, err=True)
+
+    report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done)
+    if junit:
+        write_junit(report, junit)
+    if as_json:
+        click.echo(json.dumps(to_json(report), indent=2))
+    else:
+        _print_gate(report, trace_dir, junit)
+    if report.broken:
+        return EXIT_ERROR
+    return EXIT_HOLDS if report.ok else EXIT_VIOLATION
+
+
+def _print_gate(report: GateReport, trace_dir: Path, junit: Path | None) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = max(console.width, 160)  # CI logs: a table, not a column of wraps
+    table = Table(title="gate", title_justify="left")
+    for column in ("model", "expected", "got", "states", "diameter", "cex steps", "seconds",
+                   "verdict"):
+        justify = "left" if column in ("model", "expected", "got", "verdict") else "right"
+        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for r in report.results:
+        states = "-" if r.states is None else f"{r.states:,}"
+        if r.baseline_updated:
+            was = "none" if r.baseline_was is None else f"{r.baseline_was:,}"
+            states += f" (baseline was {was})"
+        elif r.states is not None and r.baseline is not None and r.states != r.baseline:
+            states += f" (baseline {r.baseline:,})"
+        got = (r.got or "-") + ("" if r.complete else " (bounded)")
+        _add_row(table, r.name, r.expected or "-", got, states,
+                 "-" if r.diameter is None else r.diameter,
+                 "-" if r.trace_length is None else r.trace_length, f"{r.seconds:.2f}",
+                 "ok" if r.ok else f"SURPRISE: {r.reason}", style=None if r.ok else "red")
+    console.print(table)
+    surprises, broken = len(report.surprises), len(report.broken)
+    summary = (f"{len(report.results)} models, {len(report.results) - surprises} as expected, "
+               f"{surprises} {'surprise' if surprises == 1 else 'surprises'}"
+               + (f" ({broken} broken)" if broken else "") + f" in {report.seconds:.2f} s")
+    console.print(summary, style="green" if report.ok else "red bold", markup=False)
+    if any(r.trace_file for r in report.results):
+        console.print(f"counterexamples in {trace_dir}", markup=False)
+    if junit:
+        console.print(f"JUnit report: {junit}", markup=False)
 
 
 # --- list ----------------------------------------------------------------------------

@@ -6,10 +6,13 @@
 * `tracker` (`spec/tracker.py`): the 2020 log-driven RFC's two-bucket closed-timestamp
   tracker in the proposal buffer, with its min-heap alternative; its rules are exported
   as `TrackerRules` for reuse by the full log-driven protocol spec.
+* `log_driven` (`spec/log_driven/`): the 2020 design end to end, assembled from
+  components (tracker, proposal buffer, Raft log and application, follower reads).
 """
 
+from spec.log_driven import LOG_DRIVEN
 from spec.tracker import TRACKER
 
-SPECS = {"tracker": TRACKER}
+SPECS = {"tracker": TRACKER, "log_driven": LOG_DRIVEN}
 
-__all__ = ["SPECS", "TRACKER"]
+__all__ = ["LOG_DRIVEN", "SPECS", "TRACKER"]

@@ -1,0 +1,331 @@
+"""The CI gate: run a folder of model files and compare each with its expectation.
+
+Every model file names its engine limits and the outcome it should give (`holds`
+or `violates NAME`), and optionally a baseline distinct-state count. The gate runs
+them one by one, in name order, and returns one `GateResult` per file: what was
+expected, what happened, and every reason the run is a surprise. A file that does
+not load or build is a surprise too (`broken`), and never stops the other files.
+
+Counterexamples are written as ITF; the results serialise to JSON and JUnit XML.
+Printing is the caller's business: nothing here writes to stdout or stderr.
+`update_baseline` rewrites a model file's `states = N` line and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import tomllib
+import traceback
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checker.errors import CheckerError, ModelError
+from checker.models import SUFFIX, build_machine, list_models, load_model, outcome_matches
+
+ENGINES = ("bfs",)  # engines a model file may name (as engine.name; bfs when absent)
+
+
+@dataclass
+class GateResult:
+    """One model file's run. `surprises` is empty when it met every expectation."""
+
+    path: Path
+    name: str  # the file's stem
+    spec: str = ""  # the spec's name once built, else as the file names it, else ""
+    expected: str = ""  # "holds" / "violates NAME"; "" when the file does not load
+    got: str | None = None  # the outcome in the same words; None when nothing ran
+    complete: bool = True  # False when a depth bound cut the exploration short
+    states: int | None = None  # distinct states explored
+    baseline: int | None = None  # the file's expect.states (after an update: the new one)
+    baseline_was: int | None = None  # the replaced baseline, when --update-baselines changed it
+    baseline_updated: bool = False
+    diameter: int | None = None
+    trace_length: int | None = None  # steps in the counterexample
+    trace_file: Path | None = None
+    seconds: float = 0.0
+    broken: bool = False  # the file did not load, build or run
+    detail: str | None = None  # the traceback of an internal error, for debugging
+    surprises: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.surprises
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(self.surprises)
+
+
+@dataclass
+class GateReport:
+    results: list[GateResult]
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    @property
+    def broken(self) -> list[GateResult]:
+        return [r for r in self.results if r.broken]
+
+    @property
+    def surprises(self) -> list[GateResult]:
+        return [r for r in self.results if not r.ok]
+
+
+# --- which files ---------------------------------------------------------------
+
+def collect_models(args: Sequence[str | os.PathLike], models_dir: Path) -> list[Path]:
+    """Model files named by `args` (folders, files, or bare names in models_dir),
+    or every file in models_dir when there are none; sorted by name, no repeats."""
+    found: list[Path] = []
+    for arg in args or [models_dir]:
+        path = Path(arg)
+        if path.is_dir():
+            files = list_models(path)
+            if not files:
+                raise ModelError(f"{path}: no model files (*{SUFFIX}) in this folder")
+            found.extend(files)
+        elif path.is_file():
+            found.append(path)
+        elif path.name == str(arg) and (Path(models_dir) / f"{arg}{SUFFIX}").is_file():
+            found.append(Path(models_dir) / f"{arg}{SUFFIX}")
+        else:
+            raise ModelError(f"{arg}: no such folder or model file")
+    unique = {p.resolve(): p for p in found}
+    return sorted(unique.values(), key=lambda p: (p.name, str(p)))
+
+
+# --- running -------------------------------------------------------------------
+
+def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
+             update_baselines: bool = False,
+             on_start: Callable[[int, int, Path], None] | None = None,
+             on_done: Callable[[int, int, GateResult], None] | None = None) -> GateReport:
+    """Run every file in `paths`; `on_start`/`on_done` get (index, total, ...) for progress."""
+    paths = list(paths)
+    started = time.perf_counter()
+    results = []
+    for i, path in enumerate(paths, 1):
+        if on_start:
+            on_start(i, len(paths), path)
+        result = run_model(path, models_dir, trace_dir, update_baselines)
+        results.append(result)
+        if on_done:
+            on_done(i, len(paths), result)
+    return GateReport(results, round(time.perf_counter() - started, 3))
+
+
+def run_model(path: Path, models_dir: Path, trace_dir: Path,
+              update_baselines: bool = False) -> GateResult:
+    """One model file: load, build, check, compare; every failure becomes a surprise."""
+    result = GateResult(path=path, name=path.stem)
+    started = time.perf_counter()
+    try:
+        _run(result, path, models_dir, trace_dir, update_baselines)
+    except CheckerError as exc:
+        _broken(result, str(exc))
+    except Exception as exc:  # a spec module that crashes must not stop the gate
+        _broken(result, f"internal error: {type(exc).__name__}: {exc}")
+        result.detail = traceback.format_exc()
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _broken(result: GateResult, message: str) -> None:
+    result.broken = True
+    result.surprises.append(" ".join(line.strip() for line in message.splitlines()))
+
+
+def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
+         update_baselines: bool) -> None:
+    model = load_model(path, models_dir)
+    result.spec, result.expected = model.spec_name, model.expect_outcome
+    result.baseline = model.expect_states
+    engine = model.engine.get("name", "bfs")
+    if engine not in ENGINES:
+        raise ModelError(f"{path}: key engine.name: the gate runs {', '.join(ENGINES)}, "
+                         f"not {engine!r}")
+    machine = build_machine(model)
+    result.spec = machine.spec_name
+
+    from checker.engines.bfs import BfsOptions
+    from checker.engines.bfs import check as run_bfs
+
+    checked = run_bfs(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
+                                          deadlock=model.engine["deadlock"]))
+    result.got, result.complete = checked.expectation, checked.complete
+    result.states = checked.stats.get("distinct_states")
+    result.diameter = checked.stats.get("diameter")
+    if checked.violation is not None:
+        v = checked.violation
+        result.trace_length = len(v.trace)
+        result.trace_file = trace_dir / f"{model.name}-{v.name}.itf.json"
+        v.trace.meta.update(model=model.name, model_file=str(model.path), gate=True)
+        from checker.traces.itf import write_trace
+
+        try:
+            write_trace(v.trace, result.trace_file)
+        except OSError as exc:
+            result.surprises.append(f"cannot write trace {result.trace_file}: "
+                                    f"{exc.strerror or exc}")
+            result.trace_file = None
+    matched = outcome_matches(model, checked)
+    if not matched:
+        result.surprises.append(f"expected {model.expect_outcome}, got {checked.expectation}")
+    if result.states is None:
+        return
+    if update_baselines and matched and result.states != model.expect_states:
+        try:
+            update_baseline(path, result.states)
+        except ModelError as exc:
+            result.surprises.append(str(exc))
+        else:
+            result.baseline_was, result.baseline = model.expect_states, result.states
+            result.baseline_updated = True
+            return
+    if result.baseline is not None and result.states != result.baseline:
+        result.surprises.append(f"{result.states:,} states, baseline {result.baseline:,}")
+
+
+# --- baselines ---------------------------------------------------------------------
+
+_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$")
+_STATES = re.compile(r"^(\s*states\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)$")
+_KEY = re.compile(r"^\s*[A-Za-z0-9_\-\"'.]+\s*=")
+
+
+def update_baseline(path: Path, states: int) -> None:
+    """Set `states = N` in the file's [expect] table, changing that line only
+    (or adding it after the table's last key, or adding the table at the end).
+    The result is re-read before it is written: a file this cannot edit safely
+    (e.g. an inline `expect = {...}` table) is refused with a ModelError."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ModelError(f"{path}: cannot read: {exc}") from None
+    new = _with_baseline(text, states)
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ModelError(f"{path}: malformed TOML: {exc}") from None
+    try:
+        after = tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        after = None
+    before.setdefault("expect", {})
+    if isinstance(before["expect"], dict):
+        before["expect"]["states"] = states
+    if after != before:
+        raise ModelError(f"{path}: cannot update the baseline: no [expect] table this "
+                         f"editor understands; set expect.states = {states} by hand")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(new)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _with_baseline(text: str, states: int) -> str:
+    lines = text.splitlines(keepends=True)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    table: str | None = None
+    last_key: int | None = None  # the last key line in [expect]
+    for i, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        header = _TABLE.match(body)
+        if header:
+            table = header.group(1)
+            if table == "expect":
+                last_key = i
+            continue
+        if table != "expect":
+            continue
+        found = _STATES.match(body)
+        if found:
+            lines[i] = f"{found.group(1)}{states}{found.group(3)}{line[len(body):]}"
+            return "".join(lines)
+        if _KEY.match(body):
+            last_key = i
+    if last_key is not None:
+        if not lines[last_key].endswith(("\n", "\r")):
+            lines[last_key] += newline
+        lines.insert(last_key + 1, f"states = {states}{newline}")
+        return "".join(lines)
+    if text and not text.endswith(("\n", "\r")):
+        text += newline
+    return f"{text}[expect]{newline}states = {states}{newline}"
+
+
+# --- reports -----------------------------------------------------------------------
+
+def to_json(report: GateReport) -> dict[str, Any]:
+    """The report as plain JSON data."""
+    return {
+        "ok": report.ok,
+        "models": len(report.results),
+        "surprises": len(report.surprises),
+        "broken": len(report.broken),
+        "seconds": report.seconds,
+        "results": [{
+            "model": r.name, "file": str(r.path), "spec": r.spec,
+            "expected": r.expected or None, "got": r.got, "complete": r.complete,
+            "states": r.states, "baseline": r.baseline,
+            "baseline_updated": r.baseline_updated, "baseline_was": r.baseline_was,
+            "diameter": r.diameter, "trace_length": r.trace_length,
+            "trace_file": None if r.trace_file is None else str(r.trace_file),
+            "seconds": r.seconds, "ok": r.ok, "broken": r.broken,
+            "surprises": list(r.surprises),
+        } for r in report.results],
+    }
+
+
+def to_junit(report: GateReport, suite: str = "ctmc gate") -> ET.ElementTree:
+    """JUnit XML: a <testcase> per model (classname = spec), a <failure> per surprise."""
+    root = ET.Element("testsuites", name=suite, tests=str(len(report.results)),
+                      failures=str(len(report.surprises)), errors="0",
+                      time=f"{report.seconds:.3f}")
+    suite_el = ET.SubElement(root, "testsuite", name=suite, tests=str(len(report.results)),
+                             failures=str(len(report.surprises)), errors="0", skipped="0",
+                             time=f"{report.seconds:.3f}")
+    for r in report.results:
+        case = ET.SubElement(suite_el, "testcase", classname=r.spec or "unknown",
+                             name=r.name, file=str(r.path), time=f"{r.seconds:.3f}")
+        if not r.ok:
+            failure = ET.SubElement(case, "failure", message=r.reason,
+                                    type="broken" if r.broken else "surprise")
+            failure.text = r.reason
+        out = [f"model file: {r.path}", f"expected: {r.expected or '-'}",
+               f"got: {r.got or '-'}" + ("" if r.complete else " (depth-bounded)"),
+               f"states: {_opt(r.states)}", f"baseline: {_opt(r.baseline)}",
+               f"diameter: {_opt(r.diameter)}",
+               f"trace: {r.trace_file or '-'}"]
+        if r.trace_length is not None:
+            out.append(f"trace length: {r.trace_length}")
+        if r.baseline_updated:
+            out.append(f"baseline updated from {_opt(r.baseline_was)}")
+        ET.SubElement(case, "system-out").text = "\n".join(out)
+    ET.indent(root)
+    return ET.ElementTree(root)
+
+
+def write_junit(report: GateReport, path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        to_junit(report).write(path, encoding="utf-8", xml_declaration=True)
+    except OSError as exc:
+        raise CheckerError(f"cannot write JUnit report {path}: {exc.strerror or exc}") from None
+
+
+def _opt(value: int | None) -> str:
+    return "-" if value is None else str(value)

@@ -1,0 +1,98 @@
+"""The 2020 design: log-driven closed timestamps, as a bounded state machine.
+
+Source: `seeds/log_driven_closed_timestamps_rfc.md`, with the implementation's
+choices from `closedts-ground-truth.md` as switches. The spec is assembled from
+components a reader can find by name (see `spec/README.md` for the map from RFC
+sections to components, invariants and models):
+
+- `tracker.py`       the evaluation tracker (implementation, RFC buckets, min-heap)
+- `proposals.py`     request evaluation, the write floor, the proposal buffer, flush
+- `raft.py`          the Raft log (reordering, duplicates) and command application
+- `follower_reads.py` follower reads and the end-to-end NoStaleRead guarantee
+- `narration.py`     how a trace reads in protocol words
+
+This first stage models one range whose lease stays with n1; leases, the side
+transport, splits and merges are the next components.
+"""
+
+from __future__ import annotations
+
+from checker.errors import ModelError
+from checker.lang import Int, Spec, require
+from spec.log_driven import follower_reads, proposals, raft
+from spec.log_driven.narration import narrate
+from spec.log_driven.parts import Ctx
+from spec.log_driven.tracker import Tracker
+
+LOG_DRIVEN = Spec("log_driven", doc=(
+    "Log-driven closed timestamps (2020 RFC): writes tracked while evaluating, proposals "
+    "carrying a closed ts and an LAI, a Raft log that may reorder and duplicate them, "
+    "per-replica application with the LAI check, and follower reads."))
+LOG_DRIVEN.param("nodes", 3, "replicas of the range (n1 holds the lease)", min=1, max=3)
+LOG_DRIVEN.param("keys", 2, "keys in the range", min=1, max=3)
+LOG_DRIVEN.param("writes", 2, "write requests (each evaluates once)", min=1, max=3)
+LOG_DRIVEN.param("reads", 1, "follower reads recorded", min=0, max=2)
+LOG_DRIVEN.param("max_ts", 6, "the clock's bound; client timestamps are 1..max_ts", min=1)
+LOG_DRIVEN.param("target", 2, "LAG policy: close now - target; the clock starts at target",
+                 min=0)
+LOG_DRIVEN.param("lease_exp", 0, "n1's lease expiration (0: beyond the clock's bound)", min=0)
+LOG_DRIVEN.param("tracker", "impl", "evaluation tracker design",
+                 choices=("impl", "rfc", "heap"))
+LOG_DRIVEN.param("close_before_untrack", False,
+                 "N7: compute a proposal's closed ts before it leaves the tracker")
+LOG_DRIVEN.param("keep_cur_ts", False, "N1 (rfc tracker): keep cur's ts when cur drains")
+LOG_DRIVEN.param("reorder", True, "Raft may append flushed proposals out of LAI order")
+LOG_DRIVEN.param("duplicate", False, "Raft may append a proposal a second time")
+
+for _name, _doc in {
+    "NoLAICheck": "M2. Application accepts a command whatever its LAI, so a reordered "
+                  "command with a lower LAI and a lower closed ts applies after a higher one "
+                  "(ground truth §3.1 CheckForcedErr step 3).",
+    "RejectedCommandKeepsClosed": "M3. A command rejected by the LAI check still sets the "
+                                  "replica's closed ts; a rejected command must have no "
+                                  "effect at all (§3.1 toCheckedCmd).",
+    "ClosedFromEvalTime": "M4. A proposal carries the closed ts seen when its request started "
+                          "evaluating instead of one chosen at flush, so closed ts no longer "
+                          "follow LAI order (RFC 'Rules for assigning a proposal's closed ts').",
+    "UntrackWholeBatchFirst": "M7. Flushing untracks every buffered proposal before choosing "
+                              "any closed ts, so a proposal's closed ts ignores the later "
+                              "proposals of its batch (§2.4 step e).",
+    "TrackerNoSwap": "M8. The lock-free tracker resets a drained b1 but does not swap it with "
+                     "b2, so its lower bound forgets b2's requests (§1.2 Untrack).",
+    "ResetCurOnPrevExit": "M11 (rfc tracker). The last request out of prev resets cur's ts "
+                          "instead of incrementing prev and cur.",
+    "NoFloorOnTrack": "M12. A write is not forwarded above the assigned closed ts when it "
+                      "starts evaluating (§2.1 TrackEvaluatingRequest's minTS).",
+}.items():
+    LOG_DRIVEN.mutation(_name, _doc)
+
+
+@LOG_DRIVEN.build
+def _build(m, p):
+    if p.tracker == "rfc" and "UntrackWholeBatchFirst" in p.mutations:
+        raise ModelError("UntrackWholeBatchFirst applies to tracker=impl or heap")
+    if p.tracker != "impl" and "TrackerNoSwap" in p.mutations:
+        raise ModelError("TrackerNoSwap applies to tracker=impl")
+    if p.tracker != "rfc" and ("ResetCurOnPrevExit" in p.mutations or p.keep_cur_ts):
+        raise ModelError("ResetCurOnPrevExit and keep_cur_ts apply to tracker=rfc")
+    ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
+              log_len=p.writes * (2 if p.duplicate else 1), max_ts=p.max_ts,
+              target=p.target, lease_exp=p.lease_exp or p.max_ts + 2, muts=p.mutations)
+    if p.target > p.max_ts:
+        raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
+
+    m.var("now", Int(p.target, p.max_ts), init=p.target, doc="the (single) clock")
+
+    @m.action()
+    def tick(s):
+        require(s.now < p.max_ts)
+        s.now = s.now + 1
+
+    tracker = Tracker(p.tracker, ctx, p.close_before_untrack, p.keep_cur_ts)
+    proposals.add(m, p, ctx, tracker)
+    raft.add(m, p, ctx)
+    follower_reads.add(m, p, ctx)
+    m.narrate(narrate)
+
+
+__all__ = ["LOG_DRIVEN"]

@@ -1,0 +1,49 @@
+"""Each step of a trace, told in the protocol's words for `ctmc trace show`.
+
+Writes are w1, w2, ...; replicas n1, n2, n3 (n1 holds the lease); keys a, b, c.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.log_driven.parts import node_name
+
+
+def _ts(v: int) -> str:
+    return "none" if v < 0 else str(v)
+
+
+def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> str:
+    """One line for one step; `before`/`after` are decoded states."""
+    w = params.get("w")
+    if action == "tick":
+        return f"the clock moves to {after['now']}"
+    if action == "evaluate":
+        key = params["k"]
+        return (f"w{w + 1} starts evaluating on n1: writes {key} at {after['wts'][w]} "
+                f"(client ts {params['c']}, write floor {_ts(before['assigned_closed'])})")
+    if action == "finish":
+        return f"w{w + 1} finishes evaluating and enters the proposal buffer"
+    if action == "flush":
+        return (f"n1 flushes w{w + 1} at LAI {after['wlai'][w]} carrying closed "
+                f"{_ts(after['wcts'][w])}")
+    if action == "append":
+        index = before["loglen"]
+        again = " again" if before["appended"][w] else ""
+        return f"Raft appends w{w + 1}{again} at log index {index}"
+    if action == "apply":
+        n = params["n"]
+        index = before["applied"][n]
+        e = before["log"][index]
+        who = f"{node_name(n)} applies log[{index}] = w{e + 1} (LAI {before['wlai'][e]})"
+        if after["lai"][n] != before["lai"][n] or after["accepted"][e] != before["accepted"][e]:
+            return f"{who}: accepted; closed {_ts(after['closed'][n])}, LAI {after['lai'][n]}"
+        return (f"{who}: rejected (applied LAI is {before['lai'][n]}); closed "
+                f"{_ts(after['closed'][n])}")
+    if action == "read":
+        n, k, t = params["n"], params["k"], params["t"]
+        seen = after["rlen"][params["i"]]
+        return (f"{node_name(n)} serves a follower read of {k}@{t} "
+                f"(closed {_ts(before['closed'][n])}), seeing log[0..{seen})")
+    return ""
