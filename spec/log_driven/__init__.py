@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import Int, Spec, require
-from spec.log_driven import follower_reads, proposals, raft
+from spec.log_driven import follower_reads, proposals, raft, side_transport
 from spec.log_driven.narration import narrate
 from spec.log_driven.parts import Ctx
 from spec.log_driven.tracker import Tracker
@@ -43,6 +43,11 @@ LOG_DRIVEN.param("close_before_untrack", False,
 LOG_DRIVEN.param("keep_cur_ts", False, "N1 (rfc tracker): keep cur's ts when cur drains")
 LOG_DRIVEN.param("reorder", True, "Raft may append flushed proposals out of LAI order")
 LOG_DRIVEN.param("duplicate", False, "Raft may append a proposal a second time")
+LOG_DRIVEN.param("side_transport", False, "component: closed ts for inactive ranges")
+LOG_DRIVEN.param("publishes", 2, "side transport: how many times n1 publishes", min=1, max=3)
+LOG_DRIVEN.param("side_unapplied", "stash", "side update for an LAI not yet applied: the "
+                 "RFC ignores it, the implementation stashes it", choices=("ignore", "stash"))
+LOG_DRIVEN.param("stream_breaks", False, "side transport: streams may break")
 
 for _name, _doc in {
     "NoLAICheck": "M2. Application accepts a command whatever its LAI, so a reordered "
@@ -63,6 +68,16 @@ for _name, _doc in {
                           "instead of incrementing prev and cur.",
     "NoFloorOnTrack": "M12. A write is not forwarded above the assigned closed ts when it "
                       "starts evaluating (§2.1 TrackEvaluatingRequest's minTS).",
+    "SideIgnoresAppliedLAI": "M14. A replica uses a side-transport closed ts for an LAI it has "
+                             "not applied yet (RFC 'Side-transport': the update must wait).",
+    "SideCloseWithInflight": "M15. The side transport closes a range with a proposal in flight "
+                             "(§4.3 step 6, ProposalsInFlight).",
+    "SideCloseNoFloorRaise": "M17. A side-transport close does not raise the assigned closed "
+                             "ts, so the next write may evaluate below it (§2.8).",
+    "SenderKeepsFailedRange": "M18. A range whose bump fails stays tracked and keeps getting "
+                              "the group's closed ts (§4.1: a failed bump means Removed).",
+    "DeltaAfterGap": "M20. Messages are lost and the receiver applies the next delta anyway, "
+                     "without a snapshot (§4.2: a gap is impossible on one stream).",
 }.items():
     LOG_DRIVEN.mutation(_name, _doc)
 
@@ -91,6 +106,10 @@ def _build(m, p):
     tracker = Tracker(p.tracker, ctx, p.close_before_untrack, p.keep_cur_ts)
     proposals.add(m, p, ctx, tracker)
     raft.add(m, p, ctx)
+    if p.side_transport:
+        side_transport.add(m, p, ctx)
+    elif any(x.startswith(("Side", "Sender", "Delta")) for x in p.mutations):
+        raise ModelError("side-transport mutations need side_transport = true")
     follower_reads.add(m, p, ctx)
     m.narrate(narrate)
 

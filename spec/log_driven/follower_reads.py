@@ -25,7 +25,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     m.var("rts", Array(Int(0, ctx.max_ts), R), init=0, ghost=True, doc="read timestamp")
     m.var("rlen", Array(Int(0, ctx.log_len), R), init=0, ghost=True,
           doc="log entries the serving replica had applied when it served the read")
-    effective_closed = ctx.hooks.get("effective_closed", lambda s, n: s.closed[n])
 
     @m.action(i=range(R), n=range(ctx.nodes), k=ctx.key_type, t=range(1, ctx.max_ts + 1))
     def read(s, i, n, k, t):
@@ -33,7 +32,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         require(s.rdone[i] == False)  # noqa: E712 - a symbolic comparison
         if i > 0:
             require(s.rdone[i - 1])  # use slots in order: no symmetric duplicates
-        require(t <= effective_closed(s, n))
+        effective = ctx.hooks.get("effective_closed", lambda s, n: s.closed[n])
+        require(t <= effective(s, n))
         s.rdone[i] = True
         s.rkey[i] = k
         s.rts[i] = t

@@ -44,6 +44,23 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "read":
         n, k, t = params["n"], params["k"], params["t"]
         seen = after["rlen"][params["i"]]
+        closed = max(before["closed"][n], before.get("side_ts", [-1] * (n + 1))[n])
         return (f"{node_name(n)} serves a follower read of {k}@{t} "
-                f"(closed {_ts(before['closed'][n])}), seeing log[0..{seen})")
+                f"(closed {_ts(closed)}), seeing log[0..{seen})")
+    if action == "publish":
+        seq = after["pub_seq"]
+        if after["assigned_closed"] != before["assigned_closed"] or (
+                after["side_ts"][0] != before["side_ts"][0]):
+            return (f"n1 closes {after['pub_closed']} by side transport at LAI "
+                    f"{after['pub_lai']} and publishes message {seq}")
+        state = "removes the range" if before["pub_tracked"] and not after["pub_tracked"] \
+            else "cannot close the range"
+        return f"n1 {state} and publishes message {seq} (group closed {after['pub_closed']})"
+    if action == "deliver":
+        n = params["n"]
+        return (f"{node_name(n)} receives side message {after['rv_seq'][n]}: closed "
+                f"{_ts(after['rv_closed'][n])}, range tracked={after['rv_tracked'][n]}; "
+                f"usable side closed {_ts(after['side_ts'][n])} at LAI {after['side_lai'][n]}")
+    if action == "break_stream":
+        return f"the side-transport stream to {node_name(params['n'])} breaks"
     return ""

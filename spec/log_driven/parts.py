@@ -39,7 +39,9 @@ class Ctx:
     target: int
     lease_exp: int
     muts: frozenset[str]
-    hooks: dict[str, Any] = field(default_factory=dict)
+    # hooks a component offers others: "after_apply" (called with (s, n) when replica n
+    # applies a log entry) and "effective_closed" ((s, n) -> the closed ts reads use)
+    hooks: dict[str, Any] = field(default_factory=lambda: {"after_apply": []})
     key_type: Any = None
 
     def __post_init__(self) -> None:

@@ -65,6 +65,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         s.lai[n] = If(ok, s.wlai[e], s.lai[n])
         s.closed[n] = s.wcts[e] if rejected_keeps_closed else If(ok, s.wcts[e], s.closed[n])
         s.applied[n] = s.applied[n] + 1
+        for hook in ctx.hooks["after_apply"]:
+            hook(s, n)
 
     def NoWriteBelowClaim(before, after):  # noqa: N802 - property names are CamelCase
         """A write accepted now is above every closed ts claimed by commands accepted
