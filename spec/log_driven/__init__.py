@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import Int, Spec, require
-from spec.log_driven import follower_reads, proposals, raft, side_transport
+from spec.log_driven import follower_reads, leases, policy, proposals, raft, side_transport
 from spec.log_driven.narration import narrate
 from spec.log_driven.parts import Ctx
 from spec.log_driven.tracker import Tracker
@@ -48,6 +48,12 @@ LOG_DRIVEN.param("publishes", 2, "side transport: how many times n1 publishes", 
 LOG_DRIVEN.param("side_unapplied", "stash", "side update for an LAI not yet applied: the "
                  "RFC ignores it, the implementation stashes it", choices=("ignore", "stash"))
 LOG_DRIVEN.param("stream_breaks", False, "side transport: streams may break")
+LOG_DRIVEN.param("lease_changes", 0, "component: lease requests and transfers after n1's "
+                 "initial lease (0: n1 keeps it)", min=0, max=2)
+LOG_DRIVEN.param("lease_duration", 3, "how long a new lease lasts", min=1)
+LOG_DRIVEN.param("lead", 0, "LEAD policy: close now + lead (0: LAG only)", min=0)
+LOG_DRIVEN.param("policy", "lag", "the range's initial policy", choices=("lag", "lead"))
+LOG_DRIVEN.param("policy_flip", False, "the policy may flip between LAG and LEAD")
 
 for _name, _doc in {
     "NoLAICheck": "M2. Application accepts a command whatever its LAI, so a reordered "
@@ -78,6 +84,14 @@ for _name, _doc in {
                               "the group's closed ts (§4.1: a failed bump means Removed).",
     "DeltaAfterGap": "M20. Messages are lost and the receiver applies the next delta anyway, "
                      "without a snapshot (§4.2: a gap is impossible on one stream).",
+    "SideCloseUnderRevokedLease": "M22. The side transport keeps closing under a lease the "
+                                  "leaseholder revoked for a transfer (bug #102407).",
+    "NoLeaseExpirationBound": "M23. Closed ts may reach the lease expiration, so a later lease "
+                              "can start below them (§6 ClosedTimestampUpperBound, #61559).",
+    "NoFloorOnLeaseAcquire": "M25. A new leaseholder does not raise its write floor to the "
+                             "closed ts it applied (§2.7 OnLeaseChangeLocked).",
+    "LeaseRequestCarriesStart": "M26, the RFC's design: a lease request carries its start as "
+                                "a closed ts; the implementation dropped it (#65624).",
 }.items():
     LOG_DRIVEN.mutation(_name, _doc)
 
@@ -91,8 +105,9 @@ def _build(m, p):
     if p.tracker != "rfc" and ("ResetCurOnPrevExit" in p.mutations or p.keep_cur_ts):
         raise ModelError("ResetCurOnPrevExit and keep_cur_ts apply to tracker=rfc")
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
-              log_len=p.writes * (2 if p.duplicate else 1), max_ts=p.max_ts,
-              target=p.target, lease_exp=p.lease_exp or p.max_ts + 2, muts=p.mutations)
+              log_len=(p.writes + p.lease_changes) * (2 if p.duplicate else 1),
+              max_ts=p.max_ts, target=p.target, lease_exp=p.lease_exp or p.max_ts + p.lead + 2,
+              muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes)
     if p.target > p.max_ts:
         raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
 
@@ -103,6 +118,12 @@ def _build(m, p):
         require(s.now < p.max_ts)
         s.now = s.now + 1
 
+    if not p.lease_changes and any(x in p.mutations for x in (
+            "SideCloseUnderRevokedLease", "NoFloorOnLeaseAcquire", "LeaseRequestCarriesStart")):
+        raise ModelError("lease mutations need lease_changes >= 1")
+    policy.add(m, p, ctx)
+    if p.lease_changes:
+        leases.add(m, p, ctx)
     tracker = Tracker(p.tracker, ctx, p.close_before_untrack, p.keep_cur_ts)
     proposals.add(m, p, ctx, tracker)
     raft.add(m, p, ctx)

@@ -22,11 +22,11 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     m.var("rdone", Array(Bool(), R), init=False, ghost=True, doc="read slot used")
     m.var("rkey", Array(ctx.key_type, R), init=ctx.key_type.values[0], ghost=True,
           doc="key read")
-    m.var("rts", Array(Int(0, ctx.max_ts), R), init=0, ghost=True, doc="read timestamp")
+    m.var("rts", Array(Int(0, ctx.closed_hi), R), init=0, ghost=True, doc="read timestamp")
     m.var("rlen", Array(Int(0, ctx.log_len), R), init=0, ghost=True,
           doc="log entries the serving replica had applied when it served the read")
 
-    @m.action(i=range(R), n=range(ctx.nodes), k=ctx.key_type, t=range(1, ctx.max_ts + 1))
+    @m.action(i=range(R), n=range(ctx.nodes), k=ctx.key_type, t=range(1, ctx.closed_hi + 1))
     def read(s, i, n, k, t):
         """Replica n serves a follower read of key k at t, using read slot i."""
         require(s.rdone[i] == False)  # noqa: E712 - a symbolic comparison

@@ -39,6 +39,8 @@ class Ctx:
     target: int
     lease_exp: int
     muts: frozenset[str]
+    lead: int = 0  # LEAD policy: close now + lead (0: only the LAG policy exists)
+    lease_changes: int = 0  # lease requests or transfers after n1's initial lease
     # hooks a component offers others: "after_apply" (called with (s, n) when replica n
     # applies a log entry) and "effective_closed" ((s, n) -> the closed ts reads use)
     hooks: dict[str, Any] = field(default_factory=lambda: {"after_apply": []})
@@ -51,9 +53,14 @@ class Ctx:
         return name in self.muts
 
     @property
+    def closed_hi(self) -> int:
+        """Largest closed ts: the clock's bound, plus the lead of a LEAD policy."""
+        return self.max_ts + self.lead
+
+    @property
     def ts_hi(self) -> int:
-        """Largest timestamp a write can take (one above the clock's bound)."""
-        return self.max_ts + 1
+        """Largest timestamp a write can take (one above any closed ts)."""
+        return self.closed_hi + 1
 
 
 def tracked(s: Any, w: int) -> Any:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import Array, ForAll, Implies, Int, Max, require
+from checker.lang import And, Array, ForAll, Implies, Int, Max, Not, require
 from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
-from spec.log_driven.tracker import Tracker, ceiling, closed_target
+from spec.log_driven.policy import ceiling, closed_target
+from spec.log_driven.tracker import Tracker
 
 
 def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
@@ -22,14 +23,19 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
     m.var("wkey", Array(ctx.key_type, W), init=ctx.key_type.values[0],
           doc="the key each write writes")
     m.var("wts", Array(Int(0, ctx.ts_hi), W), init=0, doc="each write's timestamp")
-    m.var("wlai", Array(Int(0, W), W), init=0, doc="LAI assigned at flush (0: none yet)")
-    m.var("wcts", Array(Int(NIL, ctx.max_ts), W), init=NIL,
+    m.var("wlai", Array(Int(0, W + ctx.lease_changes), W), init=0,
+          doc="LAI assigned at flush (0: none yet)")
+    if ctx.lease_changes:
+        m.var("wseq", Array(Int(1, ctx.lease_changes + 1), W), init=1,
+              doc="the lease sequence a write evaluated under")
+    m.var("wcts", Array(Int(NIL, ctx.closed_hi), W), init=NIL,
           doc="closed ts the write's proposal carries (-1: none yet)")
     if ctx.mutated("ClosedFromEvalTime"):
-        m.var("wevc", Array(Int(NIL, ctx.max_ts), W), init=NIL,
+        m.var("wevc", Array(Int(NIL, ctx.closed_hi), W), init=NIL,
               doc="closed ts captured at evaluation (ClosedFromEvalTime only)")
-    m.var("assigned_lai", Int(0, W), init=0, doc="the leaseholder's last assigned LAI")
-    m.var("assigned_closed", Int(NIL, ctx.max_ts), init=NIL,
+    m.var("assigned_lai", Int(0, W + ctx.lease_changes), init=0,
+          doc="the leaseholder's last assigned LAI")
+    m.var("assigned_closed", Int(NIL, ctx.closed_hi), init=NIL,
           doc="the leaseholder's assigned closed ts: its write floor")
     m.var("buf", Array(Int(0, W - 1), W), init=0, doc="proposal buffer, flush order")
     m.var("buflen", Int(0, W), init=0, doc="how many proposals are buffered")
@@ -40,7 +46,11 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
     def evaluate(s, w, k, c):
         """A write to key k with client ts c starts evaluating on the leaseholder."""
         require(s.wphase[w] == WPhase.idle)
-        ts = Max(c, s.assigned_closed + 1) if floor_on_track else c
+        if ctx.lease_changes:  # n-th lease: held, applied by its holder, valid, not revoked
+            require(And(s.lholder[s.lcount] == s.lh, s.lseq[s.lh] == s.lcount,
+                        Not(s.revoked), s.now < s.lexp[s.lcount]))
+            s.wseq[w] = s.lcount
+        ts = Max(c, write_floor(s, ctx)) if floor_on_track else c
         tracker.track(s, w, ts)
         s.wkey[w] = k
         s.wphase[w] = WPhase.evaluating
@@ -60,7 +70,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         """The buffer's head is flushed: untrack, then LAI and closed ts, in buffer order."""
         require(s.buflen > 0)
         require(s.buf[0] == w)
-        value = tracker.flush_closed(s, w, closed_target(s, ctx), ceiling(ctx))
+        value = tracker.flush_closed(s, w, closed_target(s, ctx), ceiling(s, ctx))
         # the implementation never lets the carried closed ts regress (§2.5); the RFC
         # attaches its rules' value as is, and ClosedMonotone checks that it is enough
         carried = value if tracker.kind == "rfc" else Max(s.assigned_closed, value)
@@ -81,9 +91,22 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
                                                   s.wts[q] > s.assigned_closed))
 
     def FloorAboveClaims(s):  # noqa: N802
-        """The write floor is at or above every closed ts the leaseholder claimed (A7)."""
-        return s.assigned_closed >= s.claim_hi
+        """The leaseholder's writes are above every closed ts claimed so far: its write
+        floor is above them (A7), or, after a non-cooperative lease request, its lease
+        starts above them (A9). With lease changes, "the leaseholder" is the node that
+        holds the newest lease and has applied it: the only one that can evaluate."""
+        above = write_floor(s, ctx) > s.claim_hi
+        if not ctx.lease_changes:
+            return above
+        return Implies(And(s.lholder[s.lcount] == s.lh, s.lseq[s.lh] == s.lcount), above)
 
     m.invariant(TrackedAboveFloor)
     m.invariant(FloorAboveClaims)
     tracker.add_invariants(m)
+
+
+def write_floor(s: Any, ctx: Ctx) -> Any:
+    """The lowest ts the leaseholder lets a write take: above its assigned closed ts, and
+    at or after its lease's start (the timestamp cache's low water for a new lease)."""
+    above = s.assigned_closed + 1
+    return Max(above, s.lh_low) if ctx.lease_changes else above

@@ -14,24 +14,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Not, Or, require
+from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, Not, Or, require
 from spec.log_driven.parts import NIL, Ctx, WPhase
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
-    W, L, N = ctx.writes, ctx.log_len, ctx.nodes
-    m.var("log", Array(Int(0, W - 1), L), init=0, doc="the Raft log: which write each entry is")
+    W, L, N, C = ctx.writes, ctx.log_len, ctx.nodes, ctx.lease_changes
+    m.var("log", Array(Int(0, W + C - 1), L), init=0,
+          doc="the Raft log: a write's id, or W + j - 2 for lease command j")
     m.var("loglen", Int(0, L), init=0, doc="entries in the log")
     m.var("appended", Array(Int(0, 2), W), init=0, doc="how often each write was appended")
     m.var("applied", Array(Int(0, L), N), init=0, doc="log entries each replica has applied")
-    m.var("lai", Array(Int(0, W), N), init=0, doc="each replica's lease applied index")
-    m.var("closed", Array(Int(NIL, ctx.max_ts), N), init=NIL,
+    m.var("lai", Array(Int(0, W + C), N), init=0, doc="each replica's lease applied index")
+    m.var("closed", Array(Int(NIL, ctx.closed_hi), N), init=NIL,
           doc="each replica's closed ts from applied commands")
     m.var("accepted", Array(Bool(), W), init=False, ghost=True,
           doc="the write's command was accepted (the same decision on every replica)")
     m.var("wpos", Array(Int(0, L - 1), W), init=0, ghost=True,
           doc="log index of the entry that was accepted for the write")
-    m.var("claim_hi", Int(NIL, ctx.max_ts), init=NIL, ghost=True,
+    m.var("claim_hi", Int(NIL, ctx.closed_hi), init=NIL, ghost=True,
           doc="highest closed ts claimed so far (by accepted commands)")
     reorder, duplicate = p.reorder, p.duplicate
     lai_check = not ctx.mutated("NoLAICheck")
@@ -56,14 +57,20 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def apply(s, n):
         """Replica n applies its next log entry, accepting it only if its LAI is new."""
         require(s.applied[n] < s.loglen)
-        e = s.log[s.applied[n]]
-        ok = s.wlai[e] > s.lai[n] if lai_check else True
+        entry = s.log[s.applied[n]]
+        is_write = entry < W if C else True
+        e = Min(entry, W - 1) if C else entry
+        ok = And(is_write, s.wlai[e] > s.lai[n] if lai_check else True,
+                 s.wseq[e] == s.lseq[n] if C else True)
         first = And(ok, Not(s.accepted[e]))
         s.wpos[e] = If(first, s.applied[n], s.wpos[e])
         s.accepted[e] = Or(s.accepted[e], ok)
         s.claim_hi = If(ok, Max(s.claim_hi, s.wcts[e]), s.claim_hi)
         s.lai[n] = If(ok, s.wlai[e], s.lai[n])
-        s.closed[n] = s.wcts[e] if rejected_keeps_closed else If(ok, s.wcts[e], s.closed[n])
+        s.closed[n] = If(is_write, s.wcts[e], s.closed[n]) if rejected_keeps_closed \
+            else If(ok, s.wcts[e], s.closed[n])
+        if C:
+            ctx.hooks["apply_lease"](s, n, Max(entry - W + 2, 2), Not(is_write), lai_check)
         s.applied[n] = s.applied[n] + 1
         for hook in ctx.hooks["after_apply"]:
             hook(s, n)

@@ -24,13 +24,14 @@ from typing import Any
 
 from checker.lang import And, Array, Bool, Enum, ForAll, If, Implies, Int, Max, Not, Or, require
 from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
+from spec.log_driven.policy import ceiling, closed_target, lease_ok
 
 Entry = Enum("Entry", "none upsert remove")
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     N, W, P = ctx.nodes, ctx.writes, p.publishes
-    ts = Int(NIL, ctx.max_ts)
+    ts = Int(NIL, ctx.closed_hi)
     lai = Int(0, W)
     stash = p.side_unapplied == "stash"
     m.var("pub_seq", Int(0, P), init=0, doc="side transport: the sender's last sequence number")
@@ -87,21 +88,34 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             s.next_lai[n] = If(ready, 0, s.next_lai[n])
 
     ctx.hooks["after_apply"].append(promote)
-    ctx.hooks["effective_closed"] = lambda s, n: Max(s.closed[n], s.side_ts[n])
+    def effective_closed(s: Any, n: Any) -> Any:
+        """Replica n serves reads at its Raft closed ts or n1's side closed ts, the latter
+        only while its applied lease is n1's: only that stream is consulted (§3.3)."""
+        side = s.side_ts[n]
+        if ctx.lease_changes:
+            side = If(s.lholder[s.lseq[n]] == 0, side, NIL)
+        return Max(s.closed[n], side)
+
+    ctx.hooks["effective_closed"] = effective_closed
     ctx.hooks["extra_claims"] = True
 
     @m.action()
     def publish(s):
         """n1 tries to bump the range's closed ts and publishes the result (§4.1, §4.3)."""
         require(s.pub_seq < P)
-        target = s.now - ctx.target
+        target = closed_target(s, ctx)
         inflight = in_flight(s, W)
+        if ctx.lease_changes:  # a transfer is a proposal too, in flight until n1 applies it
+            inflight = Or(inflight, *[And(j <= s.lcount, s.llai[j] > s.lai[0])
+                                      for j in range(2, ctx.lease_changes + 2)])
         lb_ok = ForAll(range(W), lambda q: Implies(tracked(s, q), s.wts[q] > target))
-        ok = And(target <= ctx.lease_exp - 1, lb_ok, target > s.assigned_closed,
+        ok = And(target <= ceiling(s, ctx, node=0), lb_ok, target > s.assigned_closed,
+                 lease_ok(s, ctx, node=0),
                  True if no_inflight_check else Not(inflight))
         here = s.lai[0]
         if not no_floor:
-            s.assigned_closed = If(ok, target, s.assigned_closed)
+            raise_floor = And(ok, s.lh == 0) if ctx.lease_changes else ok  # n1's own buffer
+            s.assigned_closed = If(raise_floor, target, s.assigned_closed)
         s.claim_hi = If(ok, Max(s.claim_hi, target), s.claim_hi)
         s.side_ts[0] = If(ok, Max(s.side_ts[0], target), s.side_ts[0])
         s.side_lai[0] = If(ok, here, s.side_lai[0])

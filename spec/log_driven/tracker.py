@@ -40,7 +40,7 @@ class Tracker:
     def declare(self, m: Any) -> None:
         ctx = self.ctx
         if self.rfc is not None:
-            self.rfc.declare(m, ctx.max_ts)
+            self.rfc.declare(m, ctx.closed_hi)
         elif self.kind == "impl":
             m.var("tb_ts", Array(Int(NIL, ctx.ts_hi), 2), init=NIL,
                   doc="lock-free tracker: the two physical buckets' lower bounds (-1 empty)")
@@ -149,13 +149,4 @@ class Tracker:
 
         m.invariant(TrackerLowerBound)
 
-
-def closed_target(s: Any, ctx: Ctx) -> Any:
-    """The policy's target: lag `target` behind the clock (LAG_BY_CLUSTER_SETTING)."""
-    return s.now - ctx.target
-
-
-def ceiling(ctx: Ctx) -> Any:
-    """Closed timestamps stay strictly below the lease expiration (§6, A17)."""
-    return ctx.lease_exp - 1
 

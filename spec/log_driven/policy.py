@@ -1,0 +1,53 @@
+"""What a leaseholder may close: the policy's target and the lease's ceiling.
+
+LAG_BY_CLUSTER_SETTING closes `now - target`; LEAD_FOR_GLOBAL_READS closes
+`now + lead` (RFC "Flexibility"; ground truth §9 `target(pol, now)`), and a
+range may flip between them. Either way nothing is closed at or above the
+lease's expiration (`ClosedTimestampUpperBound`, §6; A17).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.lang import And, Bool, If, Not
+from spec.log_driven.parts import Ctx
+
+
+def closed_target(s: Any, ctx: Ctx) -> Any:
+    if not ctx.lead:
+        return s.now - ctx.target
+    return If(s.lead_policy, s.now + ctx.lead, s.now - ctx.target)
+
+
+def ceiling(s: Any, ctx: Ctx, node: Any = None) -> Any:
+    """One below the expiration of the lease `node` holds (default: the newest lease)."""
+    if ctx.mutated("NoLeaseExpirationBound"):
+        return ctx.closed_hi
+    if not ctx.lease_changes:
+        return ctx.lease_exp - 1
+    seq = s.lcount if node is None else s.lseq[node]
+    return s.lexp[seq] - 1
+
+
+def lease_ok(s: Any, ctx: Ctx, node: int) -> Any:
+    """`node` holds the lease it has applied, unexpired and not revoked by a transfer
+    (§4.3 step 3; SideCloseUnderRevokedLease ignores the revocation)."""
+    if not ctx.lease_changes:
+        return True
+    mine = And(s.lholder[s.lseq[node]] == node, s.now < s.lexp[s.lseq[node]])
+    if ctx.mutated("SideCloseUnderRevokedLease"):
+        return mine
+    return And(mine, Not(And(s.revoked, s.lh == node)))
+
+
+def add(m: Any, p: Any, ctx: Ctx) -> None:
+    """The range's policy, and its flip (only when a LEAD policy exists)."""
+    if not ctx.lead:
+        return
+    m.var("lead_policy", Bool(), init=p.policy == "lead", doc="LEAD (true) or LAG policy")
+    if p.policy_flip:
+        @m.action()
+        def flip_policy(s):
+            """The range's closed ts policy flips between LAG and LEAD."""
+            s.lead_policy = Not(s.lead_policy)
