@@ -137,34 +137,68 @@ def _progress(line: str) -> None:
 @_run_options
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N",
               help="Explore at most N steps, 0 unbounded  [default: the model's]")
+@click.option("--engine", "engine_name", type=click.Choice(("bfs", "spark")), default="bfs",
+              show_default=True,
+              help="bfs: in this process; spark: levels partitioned across Spark executors.")
 @click.option("--checkpoint", type=click.Path(file_okay=False), metavar="DIR",
-              help="Save progress in DIR so the run can be resumed.")
+              help="Save progress in DIR so the run can be resumed (bfs).")
+@click.option("--master", metavar="URL",
+              help="Spark master: local[N], spark://HOST:PORT, yarn, ...  [default: local[*]]")
+@click.option("--partitions", type=click.IntRange(min=1), metavar="N",
+              help="Fingerprint partitions of a Spark run  [default: 2 per core, at least 8; "
+                   "on --resume, the run's]")
+@click.option("--run-dir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
-              help="Resume from the checkpoint in DIR (and keep saving there).")
+              help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
 def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
           trace_out: Path | None, as_json: bool, quiet: bool, max_depth: int | None,
-          checkpoint: str | None, resume: str | None) -> int:
+          engine_name: str, checkpoint: str | None, master: str | None, partitions: int | None,
+          run_dir: str | None, resume: str | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
-    if checkpoint and resume and Path(checkpoint) != Path(resume):
-        raise click.UsageError("--checkpoint and --resume name different folders")
+    spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir}
+    if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
+        given = next(k for k, v in spark_only.items() if v is not None)
+        raise click.UsageError(f"{given} applies to --engine spark")
+    if engine_name == "spark" and checkpoint:
+        raise click.UsageError("--checkpoint applies to --engine bfs (a Spark run keeps every "
+                               "level in its --run-dir)")
+    folder = checkpoint or run_dir
+    if folder and resume and Path(folder) != Path(resume):
+        raise click.UsageError(f"{'--checkpoint' if checkpoint else '--run-dir'} and --resume "
+                               "name different folders")
     model, machine = _load(models_dir, model_arg, overrides)
-    engine = {
-        "name": "bfs",
+    engine: dict[str, Any] = {
+        "name": engine_name,
         "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
         "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
     }
-    from checker.engines.bfs import BfsOptions
-    from checker.engines.bfs import check as run_bfs
+    progress = None if quiet else _progress
+    if engine_name == "spark":
+        from checker.engines.spark_bfs import DEFAULT_MASTER, SparkOptions, preflight
+        from checker.engines.spark_bfs import check as run_engine
+        from checker.engines.spark_run_dir import default_path
 
-    options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
-                         progress=None if quiet else _progress,
-                         checkpoint_dir=resume or checkpoint, resume=resume is not None)
+        folder = resume or run_dir or str(default_path(model.name))
+        engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
+                      **({"partitions": partitions} if partitions else {}))
+        options: Any = SparkOptions(
+            master=engine["master"], partitions=partitions, run_dir=folder,
+            resume=resume is not None, max_depth=engine["max_depth"] or None,
+            deadlock=engine["deadlock"], label=model.name, progress=progress)
+        preflight(machine, options)  # bad input: one line, before the header
+    else:
+        from checker.engines.bfs import BfsOptions
+        from checker.engines.bfs import check as run_engine
+
+        folder = resume or checkpoint
+        options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
+                             progress=progress, checkpoint_dir=folder, resume=resume is not None)
     if not (as_json or quiet):
         _print_header(model, machine, engine)
     try:
-        result = run_bfs(machine, options)
+        result = run_engine(machine, options)
     except KeyboardInterrupt:
-        folder = resume or checkpoint
         hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
     return _report(model, machine, engine, result, trace_out, as_json, quiet)

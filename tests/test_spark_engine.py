@@ -1,0 +1,324 @@
+"""The Spark engine gives the local BFS's results: counts, coverage, counterexamples.
+
+Spark is slow to start, so one `local[2]` session serves most tests; the tests with
+two executor processes (`local-cluster`, one of whose Python workers is killed mid
+level) come last, with their own session. Java 17+ is required: without it these
+tests fail, saying so (they are never skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import cli
+from checker.engines.bfs import BfsOptions
+from checker.engines.bfs import check as local_check
+from checker.engines.result import CheckResult
+from checker.engines.spark_bfs import SparkOptions, level_frame, spark_session
+from checker.engines.spark_bfs import check as spark_check
+from checker.engines.spark_levels import FAULT_ENV
+from checker.errors import CheckerError
+from checker.lang import Array, Bool, Int, Spec, require
+from checker.lang.machine import Machine
+from checker.models import build_machine, load_model
+from tests.specs.counter import COUNTER
+from tests.specs.grid import GRID, GRID_STEP
+from tests.specs.multi_init import MULTI_INIT
+from tests.test_bfs import GRID as PADDED_GRID
+from tests.test_bfs import OVERFLOW
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+# The small models of the suite; bench/spark_vs_local.py --suite compares every model.
+# (mutation_heap_ignores_tracked runs through the command line below.)
+MODELS = ["tracker_small", "mutation_carry_own_bucket_ts", "mutation_no_forward_above_bucket",
+          "mutation_reset_cur_on_prev_exit"]
+LOCAL = "local[2]"
+CLUSTER = "local-cluster[2,1,1024]"
+
+PROBE = Spec("spark_probe", "evaluation errors in a guard or an invariant, at depth 3")
+PROBE.param("where", "guard", choices=["guard", "invariant"])
+
+
+@PROBE.build
+def _probe(m, p):
+    m.var("i", Int(0, 3), init=0)
+    m.var("flags", Array(Bool(), 3), init=False)
+
+    @m.action()
+    def advance(s):
+        require(s.i < 3)
+        s.i = s.i + 1
+
+    def first_flag_unset(s):
+        return ~s.flags[s.i]  # reads out of range once i reaches 3
+
+    if p.where == "guard":
+        @m.action()
+        def flip(s):
+            require(first_flag_unset(s))
+            s.flags[0] = True
+    else:
+        m.invariant(first_flag_unset)
+
+
+# --- sessions --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fault_dir(tmp_path_factory) -> Path:
+    """Where tests arm `kill-level-K` files (see spark_levels._maybe_fail)."""
+    return tmp_path_factory.mktemp("faults")
+
+
+def _session(master: str, fault_dir: Path):
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.fail("the Spark engine tests need Java 17 or newer: no java on PATH, no JAVA_HOME")
+    return spark_session(master, conf={f"spark.executorEnv.{FAULT_ENV}": str(fault_dir)})
+
+
+@pytest.fixture
+def spark(fault_dir):
+    """The local[2] session (started once; restarted if a cluster test stopped it)."""
+    return _session(LOCAL, fault_dir)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_spark():
+    yield
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+def run_spark(machine: Machine, run_dir: Path, session, deadlock: bool = False,
+              **options) -> CheckResult:
+    options.setdefault("partitions", 2)
+    return spark_check(machine, SparkOptions(run_dir=str(run_dir), deadlock=deadlock,
+                                             label="test", **options), spark=session)
+
+
+def assert_same(local: CheckResult, spark: CheckResult) -> None:
+    assert spark.outcome == local.outcome
+    assert spark.complete == local.complete
+    for key in ("distinct_states", "generated", "diameter", "state_bits", "fingerprint",
+                "collision_probability", "action_instances"):
+        assert spark.stats[key] == local.stats[key], key
+    assert spark.coverage == local.coverage
+    assert (spark.violation is None) == (local.violation is None)
+    if local.violation is not None:
+        a, b = local.violation, spark.violation
+        assert (b.kind, b.name, b.message) == (a.kind, a.name, a.message)
+        assert b.trace.states == a.trace.states
+        assert [x and x.label for x in b.trace.actions] == [x and x.label for x in a.trace.actions]
+
+
+def model_machine(name: str) -> tuple[Machine, bool]:
+    model = load_model(name, MODELS_DIR)
+    return build_machine(model), model.engine["deadlock"]
+
+
+# --- same results as the local engine ------------------------------------------------------
+
+@pytest.mark.parametrize("name", MODELS)
+def test_models_match_the_local_engine(name, spark, tmp_path):
+    machine, deadlock = model_machine(name)
+    local = local_check(machine, BfsOptions(deadlock=deadlock))
+    assert_same(local, run_spark(machine, tmp_path / "run", spark, deadlock))
+
+
+SPECS = {
+    # a walk that revisits states (the anti-join drops them) with equally short traces
+    "grid": (GRID, {"n": 3, "bx": 3, "by": 2}, False),
+    "grid_step": (GRID_STEP, {"n": 3, "bx": 2, "by": 2}, False),
+    "deadlock": (COUNTER, {"n": 3}, True),
+    "several_initial_states": (MULTI_INIT, {"n": 3}, True),
+    "hashed_fingerprints": (PADDED_GRID, {"n": 3, "pad": 1, "bad_x": 2, "bad_y": 3}, False),
+    "value_outside_type": (OVERFLOW, {}, False),
+    "guard_out_of_range": (PROBE, {"where": "guard"}, False),
+    "invariant_out_of_range": (PROBE, {"where": "invariant"}, False),
+}
+
+
+@pytest.mark.parametrize("case", SPECS)
+def test_specs_match_the_local_engine(case, spark, tmp_path):
+    spec, params, deadlock = SPECS[case]
+    machine = spec.instantiate(params)
+    local = local_check(machine, BfsOptions(deadlock=deadlock))
+    assert_same(local, run_spark(machine, tmp_path / "run", spark, deadlock, partitions=3))
+
+
+def test_depth_bound_marks_the_result_incomplete(spark, tmp_path):
+    machine = GRID.instantiate({"n": 5, "bx": 9, "by": 9})
+    local = local_check(machine, BfsOptions(deadlock=False, max_depth=4))
+    assert_same(local, run_spark(machine, tmp_path / "run", spark, max_depth=4))
+
+
+def test_the_visited_set_is_joined_in_place(spark, tmp_path):
+    """The only shuffle is the successors'; the visited side is a bucketed scan."""
+    machine = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
+    seen: list[str] = []
+    import checker.engines.spark_bfs as engine
+
+    def spy(run, task):
+        frame = level_frame(run, task)
+        seen.append(frame._jdf.queryExecution().executedPlan().toString())
+        return frame
+
+    original, engine.level_frame = engine.level_frame, spy
+    try:
+        run_spark(machine, tmp_path / "run", spark)
+    finally:
+        engine.level_frame = original
+    assert seen
+    for plan in seen:
+        assert plan.count("Exchange") == 1 and "Broadcast" not in plan
+        assert "ShuffledHashJoin" in plan and "LeftAnti" in plan
+        visited_scan = next(line for line in plan.splitlines()
+                            if "ReadSchema: struct<fp:bigint>" in line)
+        assert "Bucketed: true" in visited_scan
+
+
+# --- run directories: resume, refusals ------------------------------------------------------
+
+class _StopAfter:
+    """A progress callback that interrupts the run once `level` is durable."""
+
+    def __init__(self, level: int):
+        self.level = level
+
+    def __call__(self, line: str) -> None:
+        if line.startswith(f"level {self.level:>3} "):
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_resumes_to_the_same_result(spark, tmp_path):
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    run_dir = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, run_dir, spark, progress=_StopAfter(4))
+    assert json.loads((run_dir / "levels.json").read_text())["sizes"] == [1, 2, 3, 4, 5]
+    assert_same(local, run_spark(machine, run_dir, spark, resume=True, partitions=None))
+
+
+def test_run_killed_mid_level_resumes_to_the_same_result(spark, fault_dir, tmp_path):
+    """local[2] does not retry tasks, so a killed Python worker fails the level's job:
+    as if the whole run died there. Leftovers of unfinished writes are discarded."""
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    run_dir = tmp_path / "run"
+    (fault_dir / "kill-level-3").touch()
+    with pytest.raises(CheckerError, match="level 4 failed"):
+        run_spark(machine, run_dir, spark)
+    assert (fault_dir / "kill-level-3.fired").exists()
+    assert json.loads((run_dir / "levels.json").read_text())["sizes"] == [1, 2, 3, 4]
+    (run_dir / "level=4").mkdir(exist_ok=True)  # a level written but not yet recorded
+    (run_dir / "level=4" / "part-00000-x_00000.c000.snappy.parquet").write_bytes(b"junk")
+    (run_dir / "_temporary").mkdir()
+    assert_same(local, run_spark(machine, run_dir, spark, resume=True))
+    assert not (run_dir / "_temporary").exists()
+
+
+def test_resume_refuses_another_model_and_keeps_the_directory(spark, tmp_path):
+    run_dir = tmp_path / "run"
+    run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark)
+    before = sorted(p.name for p in run_dir.iterdir())
+    other = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
+    with pytest.raises(CheckerError, match="another model.*params"):
+        run_spark(other, run_dir, spark, resume=True)
+    with pytest.raises(CheckerError, match="not empty"):
+        run_spark(other, run_dir, spark)
+    with pytest.raises(CheckerError, match="split into 2 partitions"):
+        run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark, resume=True,
+                  partitions=4)
+    assert sorted(p.name for p in run_dir.iterdir()) == before
+
+
+# --- the command line --------------------------------------------------------------------------
+
+def ctmc(*args: str):
+    return CliRunner().invoke(cli.main, ["--models-dir", str(MODELS_DIR), *args])
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--partitions", "0"], "Invalid value for '--partitions': 0 is not in the range x>=1"),
+    (["--master", "spark://127.0.0.1:1"], "cannot reach Spark master spark://127.0.0.1:1"),
+    (["--master", "mesos://x:5050"], "unknown Spark master 'mesos://x:5050'"),
+])
+def test_bad_spark_options_give_one_line(args, message, tmp_path):
+    line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark",
+                               "--run-dir", str(tmp_path / "run"), *args))
+    assert message in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_spark_options_need_the_spark_engine(tmp_path):
+    line = one_error_line(ctmc("check", "tracker_small", "--master", "local[2]"))
+    assert "--master applies to --engine spark" in line
+
+
+def test_cli_runs_resumes_and_refuses(spark, tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["check", "mutation_heap_ignores_tracked", "--json", "--trace-out"]
+    bfs = ctmc(*args, str(tmp_path / "bfs.itf.json"))
+    out = ctmc(*args, str(tmp_path / "spark.itf.json"), "--engine", "spark",
+               "--master", LOCAL, "--partitions", "2", "--run-dir", str(run_dir))
+    assert (bfs.exit_code, out.exit_code) == (1, 1), out.output
+    a, b = json.loads(bfs.stdout), json.loads(out.stdout)
+    for key in ("distinct_states", "generated", "diameter"):
+        assert a["stats"][key] == b["stats"][key]
+    assert a["violation"]["length"] == b["violation"]["length"]
+    assert b["stats"]["parquet_bytes_per_state"] > 0
+    assert (tmp_path / "spark.itf.json").read_text().replace('"spark"', '"bfs"') == \
+        (tmp_path / "bfs.itf.json").read_text()
+    assert "level   1 | new" in out.stderr
+    again = ctmc(*args, str(tmp_path / "again.itf.json"), "--engine", "spark",
+                 "--master", LOCAL, "--resume", str(run_dir))
+    assert again.exit_code == 1 and json.loads(again.stdout)["stats"]["distinct_states"] == \
+        a["stats"]["distinct_states"]
+    line = one_error_line(ctmc("check", "mutation_carry_own_bucket_ts", "--engine", "spark",
+                               "--master", LOCAL, "--resume", str(run_dir)))
+    assert f"cannot resume {run_dir}: it was written for another model" in line
+    line = one_error_line(ctmc("check", "mutation_heap_ignores_tracked", "--engine", "spark",
+                               "--master", LOCAL, "--run-dir", str(run_dir)))
+    assert "is not empty (to continue that run, use --resume)" in line
+    assert (run_dir / "run.json").exists() and (run_dir / "level=0").is_dir()
+
+
+# --- two executor processes (keep last: they replace the local session) ------------------------
+
+@pytest.fixture
+def cluster(fault_dir):
+    return _session(CLUSTER, fault_dir)
+
+
+def test_two_executor_processes_give_the_same_result(cluster, tmp_path):
+    machine, deadlock = model_machine("mutation_reset_cur_on_prev_exit")
+    local = local_check(machine, BfsOptions(deadlock=deadlock))
+    assert_same(local, run_spark(machine, tmp_path / "run", cluster, deadlock))
+
+
+def test_killed_python_worker_is_retried_to_the_same_result(cluster, fault_dir, tmp_path):
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    (fault_dir / "kill-level-2").touch()
+    result = run_spark(machine, tmp_path / "run", cluster)
+    assert (fault_dir / "kill-level-2.fired").exists()  # a task died, and Spark retried it
+    assert_same(local, result)
