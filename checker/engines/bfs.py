@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult, Violation
+from checker.engines.report import explain, replay
+from checker.engines.result import HOLDS, CheckResult
 from checker.engines.successors import Kernel
 from checker.engines.visited import LevelDedup, VisitedSet
-from checker.errors import CheckerError, EvalError
+from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64, collision_probability
 from checker.traces.trace import Trace
@@ -283,65 +284,14 @@ def _path(search: _Search, depth: int, index: int) -> Trace:
     for d in range(depth, 0, -1):
         acts.append(int(search.actions[d][index]))
         index = int(search.parents[d][index])
-    machine = search.machine
-    scalar = ScalarMachine(machine)
-    states = [search.init_states[index]]
-    steps = [None]
-    for a in reversed(acts):
-        action = machine.actions[a]
-        states.append(scalar.apply(states[-1], action))
-        steps.append(action)
-    return Trace(machine, states, steps)
+    return replay(search.machine, search.init_states[index], acts[::-1])
 
 
 def _report(search: _Search, found: _Found, started: float) -> CheckResult:
-    machine = search.machine
     trace = _path(search, found.depth, found.parent)
-    scalar = ScalarMachine(machine)
-    kind, name, outcome = found.kind, found.prop, VIOLATED
-    if found.action is not None and kind != "guard_error":
-        action = machine.actions[found.action]
-        try:
-            nxt = scalar.apply(trace.states[-1], action)
-        except EvalError as exc:
-            kind, name, message, outcome = "error", "EvalError", str(exc), ERROR
-        else:
-            trace.states.append(nxt)
-            trace.actions.append(action)
-            if kind == "error":  # an invariant read out of range in the new state
-                message = _scalar_error(scalar, nxt)
-                name, outcome = "EvalError", ERROR
-            else:
-                message = f"{name} is violated after {action.label}"
-    elif kind == "guard_error":
-        action = machine.actions[found.action]  # type: ignore[index]
-        try:
-            scalar.enabled(trace.states[-1], action)
-            message = f"guard of {action.label} reads out of range"
-        except EvalError as exc:
-            message = str(exc)
-        kind, name, outcome = "error", "EvalError", ERROR
-    elif kind == "deadlock":
-        message = "no action is enabled (deadlock)"
-    elif kind == "error":
-        message = _scalar_error(scalar, trace.states[-1])
-        name, outcome = "EvalError", ERROR
-    else:
-        message = f"{name} is violated in the initial state" if not len(trace) \
-            else f"{name} is violated"
-    trace.violation = {"kind": kind, "name": name, "message": message}
-    trace.meta = {"engine": "bfs"}
-    result = CheckResult("bfs", outcome, Violation(kind, name, message, trace),
-                         _stats(search, started), _coverage(search))
-    return result
-
-
-def _scalar_error(scalar: ScalarMachine, state: tuple[int, ...]) -> str:
-    try:
-        scalar.violated_invariants(state)
-    except EvalError as exc:
-        return str(exc)
-    return "a property reads an array out of range"
+    outcome, violation = explain(search.machine, trace, found.kind, found.prop, found.action,
+                                 "bfs")
+    return CheckResult("bfs", outcome, violation, _stats(search, started), _coverage(search))
 
 
 # -- checkpoints -----------------------------------------------------------------

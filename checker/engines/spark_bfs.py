@@ -51,7 +51,8 @@ from pyspark.sql import functions as F
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines import spark_run_dir
-from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult, Violation
+from checker.engines.report import explain, replay
+from checker.engines.result import HOLDS, CheckResult
 from checker.engines.spark_levels import (
     DedupeSummary,
     ExpandSummary,
@@ -65,7 +66,7 @@ from checker.engines.spark_levels import (
 )
 from checker.engines.spark_run_dir import Progress, RunDir
 from checker.engines.successors import Kernel
-from checker.errors import CheckerError, EvalError
+from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64, collision_probability
 from checker.traces.trace import Trace
@@ -569,15 +570,7 @@ def _path(run: _Run, depth: int, fp: int) -> Trace:
         actions.append(rows[0]["action"])
         fp = int(np.int64(rows[0]["parent"]).view(U64))
     index = int(np.searchsorted(run.init_fps, U64(fp)))  # sorted, distinct
-    machine = run.machine
-    scalar = ScalarMachine(machine)
-    states = [run.init_states[index]]
-    steps = [None]
-    for a in reversed(actions):
-        action = machine.actions[a]
-        states.append(scalar.apply(states[-1], action))
-        steps.append(action)
-    return Trace(machine, states, steps)
+    return replay(run.machine, run.init_states[index], actions[::-1])
 
 
 def _signed(value: int) -> int:
@@ -585,50 +578,9 @@ def _signed(value: int) -> int:
 
 
 def _report(run: _Run, found: _Found) -> CheckResult:
-    """The counterexample and its message, worded as the local engine words them."""
-    machine = run.machine
+    """The counterexample and its message, worded as every engine words them."""
     trace = _path(run, found.depth, found.fp)
-    scalar = ScalarMachine(machine)
-    kind, name, outcome = found.kind, found.prop, VIOLATED
-    if found.action is not None and kind != "guard_error":
-        action = machine.actions[found.action]
-        try:
-            nxt = scalar.apply(trace.states[-1], action)
-        except EvalError as exc:
-            kind, name, message, outcome = "error", "EvalError", str(exc), ERROR
-        else:
-            trace.states.append(nxt)
-            trace.actions.append(action)
-            if kind == "error":  # an invariant read out of range in the new state
-                message = _scalar_error(scalar, nxt)
-                name, outcome = "EvalError", ERROR
-            else:
-                message = f"{name} is violated after {action.label}"
-    elif kind == "guard_error":
-        action = machine.actions[found.action]  # type: ignore[index]
-        try:
-            scalar.enabled(trace.states[-1], action)
-            message = f"guard of {action.label} reads out of range"
-        except EvalError as exc:
-            message = str(exc)
-        kind, name, outcome = "error", "EvalError", ERROR
-    elif kind == "deadlock":
-        message = "no action is enabled (deadlock)"
-    elif kind == "error":
-        message = _scalar_error(scalar, trace.states[-1])
-        name, outcome = "EvalError", ERROR
-    else:
-        message = f"{name} is violated in the initial state" if not len(trace) \
-            else f"{name} is violated"
-    trace.violation = {"kind": kind, "name": name, "message": message}
-    trace.meta = {"engine": "spark"}
-    return CheckResult("spark", outcome, Violation(kind, name, message, trace), _stats(run),
-                       _coverage(run))
+    outcome, violation = explain(run.machine, trace, found.kind, found.prop, found.action,
+                                 "spark")
+    return CheckResult("spark", outcome, violation, _stats(run), _coverage(run))
 
-
-def _scalar_error(scalar: ScalarMachine, state: tuple[int, ...]) -> str:
-    try:
-        scalar.violated_invariants(state)
-    except EvalError as exc:
-        return str(exc)
-    return "a property reads an array out of range"
