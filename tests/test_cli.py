@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import cli
+from tests.model_folders import write_models
 
 COUNTER = "tests.cli_specs:COUNTER"
 MODELS = {
@@ -37,12 +38,7 @@ outcome = "violates WithinLimit"
 @pytest.fixture
 def models(tmp_path, monkeypatch) -> Path:
     """A models folder with the two models above; the working directory is tmp_path."""
-    folder = tmp_path / "models"
-    folder.mkdir()
-    for name, text in MODELS.items():
-        (folder / f"{name}.toml").write_text(text)
-    monkeypatch.chdir(tmp_path)
-    return folder
+    return write_models(tmp_path, monkeypatch, MODELS)
 
 
 def run(models: Path, *args: str) -> Result:

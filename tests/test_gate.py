@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 import cli
 from checker.errors import ModelError
 from checker.gate import update_baseline
+from tests.model_folders import write_models
 
 CLI_COUNTER = "tests.cli_specs:COUNTER"  # 0..limit (limit 3: 4 states); overshoot mutation
 COUNTER = "tests.specs.counter:COUNTER"  # 0..n: n + 1 states, diameter n, deadlock at n
@@ -54,12 +55,7 @@ outcome = "violates Deadlock"
 @pytest.fixture
 def models(tmp_path, monkeypatch) -> Path:
     """A models folder with the four models above; the working directory is tmp_path."""
-    folder = tmp_path / "models"
-    folder.mkdir()
-    for name, text in MODELS.items():
-        (folder / f"{name}.toml").write_text(text)
-    monkeypatch.chdir(tmp_path)
-    return folder
+    return write_models(tmp_path, monkeypatch, MODELS)
 
 
 def gate(models: Path, *args: str) -> Result:

@@ -9,9 +9,10 @@ import pytest
 from checker.engines import simulation
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult
 from checker.engines.simulation import simulate
-from checker.lang import Array, Bool, Int, Spec, require
+from checker.lang import Int, Spec, require
 from checker.traces.itf import trace_to_itf, write_trace
 from checker.traces.replay import check_trace, load_trace
+from tests.specs.probe import PROBE
 
 COUNTER = Spec("sim_counter")
 COUNTER.param("limit", 5)
@@ -189,29 +190,6 @@ def test_progress(monkeypatch: pytest.MonkeyPatch):
     simulate(WANDER.instantiate(), steps=5, runs=2, progress=lines.append)
     assert lines and all(line.startswith("simulate: run ") for line in lines)
     assert "10 steps" in lines[-1]
-
-
-PROBE = Spec("probe")
-PROBE.param("where", "constraint", choices=["constraint", "invariant"])
-
-
-@PROBE.build
-def _probe(m, p):
-    m.var("i", Int(0, 3), init=0)
-    m.var("flags", Array(Bool(), 3), init=False)
-
-    @m.action()
-    def advance(s):
-        require(s.i < 3)
-        s.i = s.i + 1
-
-    def first_flag_unset(s):
-        return ~s.flags[s.i]  # reads out of range once i reaches 3
-
-    if p.where == "constraint":
-        m.constraint(first_flag_unset)
-    else:
-        m.invariant(first_flag_unset)
 
 
 @pytest.mark.parametrize("where", ["constraint", "invariant"])

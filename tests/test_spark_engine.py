@@ -24,12 +24,12 @@ from checker.engines.spark_bfs import SparkOptions, level_frame, spark_session
 from checker.engines.spark_bfs import check as spark_check
 from checker.engines.spark_levels import FAULT_ENV
 from checker.errors import CheckerError
-from checker.lang import Array, Bool, Int, Spec, require
 from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
 from tests.specs.counter import COUNTER
 from tests.specs.grid import GRID, GRID_STEP
 from tests.specs.multi_init import MULTI_INIT
+from tests.specs.probe import PROBE
 from tests.test_bfs import GRID as PADDED_GRID
 from tests.test_bfs import OVERFLOW
 
@@ -40,32 +40,6 @@ MODELS = ["tracker_small", "mutation_carry_own_bucket_ts", "mutation_no_forward_
           "mutation_reset_cur_on_prev_exit"]
 LOCAL = "local[2]"
 CLUSTER = "local-cluster[2,1,1024]"
-
-PROBE = Spec("spark_probe", "evaluation errors in a guard or an invariant, at depth 3")
-PROBE.param("where", "guard", choices=["guard", "invariant"])
-
-
-@PROBE.build
-def _probe(m, p):
-    m.var("i", Int(0, 3), init=0)
-    m.var("flags", Array(Bool(), 3), init=False)
-
-    @m.action()
-    def advance(s):
-        require(s.i < 3)
-        s.i = s.i + 1
-
-    def first_flag_unset(s):
-        return ~s.flags[s.i]  # reads out of range once i reaches 3
-
-    if p.where == "guard":
-        @m.action()
-        def flip(s):
-            require(first_flag_unset(s))
-            s.flags[0] = True
-    else:
-        m.invariant(first_flag_unset)
-
 
 # --- sessions --------------------------------------------------------------------------
 
