@@ -9,17 +9,29 @@ sections to components, invariants and models):
 - `proposals.py`     request evaluation, the write floor, the proposal buffer, flush
 - `raft.py`          the Raft log (reordering, duplicates) and command application
 - `follower_reads.py` follower reads and the end-to-end NoStaleRead guarantee
+- `leases.py`        lease requests and transfers
+- `policy.py`        LAG/LEAD targets, the lease's ceiling, policy flips
+- `side_transport.py` closed timestamps for idle ranges, off the log
+- `restarts.py`      a restart of the side-transport sender
+- `splits.py`, `merges.py` a second range, created by a split or merged away
 - `narration.py`     how a trace reads in protocol words
-
-This first stage models one range whose lease stays with n1; leases, the side
-transport, splits and merges are the next components.
 """
 
 from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import Int, Spec, require
-from spec.log_driven import follower_reads, leases, policy, proposals, raft, side_transport
+from spec.log_driven import (
+    follower_reads,
+    leases,
+    merges,
+    policy,
+    proposals,
+    raft,
+    restarts,
+    side_transport,
+    splits,
+)
 from spec.log_driven.narration import narrate
 from spec.log_driven.parts import Ctx
 from spec.log_driven.tracker import Tracker
@@ -28,14 +40,15 @@ LOG_DRIVEN = Spec("log_driven", doc=(
     "Log-driven closed timestamps (2020 RFC): writes tracked while evaluating, proposals "
     "carrying a closed ts and an LAI, a Raft log that may reorder and duplicate them, "
     "per-replica application with the LAI check, and follower reads."))
-LOG_DRIVEN.param("nodes", 3, "replicas of the range (n1 holds the lease)", min=1, max=3)
-LOG_DRIVEN.param("keys", 2, "keys in the range", min=1, max=3)
+LOG_DRIVEN.param("nodes", 3, "replicas of each range (n1 holds the leases)", min=1, max=3)
+LOG_DRIVEN.param("keys", 2, "keys", min=1, max=3)
 LOG_DRIVEN.param("writes", 2, "write requests (each evaluates once)", min=1, max=3)
 LOG_DRIVEN.param("reads", 1, "follower reads recorded", min=0, max=2)
 LOG_DRIVEN.param("max_ts", 6, "the clock's bound; client timestamps are 1..max_ts", min=1)
 LOG_DRIVEN.param("target", 2, "LAG policy: close now - target; the clock starts at target",
                  min=0)
-LOG_DRIVEN.param("lease_exp", 0, "n1's lease expiration (0: beyond the clock's bound)", min=0)
+LOG_DRIVEN.param("lease_exp", 0, "n1's first lease's expiration (0: beyond the clock's "
+                 "bound); with a merge and lease changes, only r2's lease expires", min=0)
 LOG_DRIVEN.param("tracker", "impl", "evaluation tracker design",
                  choices=("impl", "rfc", "heap"))
 LOG_DRIVEN.param("close_before_untrack", False,
@@ -48,12 +61,17 @@ LOG_DRIVEN.param("publishes", 2, "side transport: how many times n1 publishes", 
 LOG_DRIVEN.param("side_unapplied", "stash", "side update for an LAI not yet applied: the "
                  "RFC ignores it, the implementation stashes it", choices=("ignore", "stash"))
 LOG_DRIVEN.param("stream_breaks", False, "side transport: streams may break")
+LOG_DRIVEN.param("restarts", False, "n1 (the side-transport sender) may restart once, "
+                 "losing its in-flight proposals and streams; its leases are proscribed")
 LOG_DRIVEN.param("lease_changes", 0, "component: lease requests and transfers after n1's "
                  "initial lease (0: n1 keeps it)", min=0, max=2)
 LOG_DRIVEN.param("lease_duration", 3, "how long a new lease lasts", min=1)
 LOG_DRIVEN.param("lead", 0, "LEAD policy: close now + lead (0: LAG only)", min=0)
 LOG_DRIVEN.param("policy", "lag", "the range's initial policy", choices=("lag", "lead"))
 LOG_DRIVEN.param("policy_flip", False, "the policy may flip between LAG and LEAD")
+LOG_DRIVEN.param("structure", "none", "component: r1 splits into r1 and r2, or r2 merges "
+                 "into r1", choices=("none", "split", "merge"))
+LOG_DRIVEN.param("split_key", 1, "the first key of r2 (keys are a, b, c: 0, 1, 2)", min=1, max=2)
 
 for _name, _doc in {
     "NoLAICheck": "M2. Application accepts a command whatever its LAI, so a reordered "
@@ -92,6 +110,14 @@ for _name, _doc in {
                              "closed ts it applied (§2.7 OnLeaseChangeLocked).",
     "LeaseRequestCarriesStart": "M26, the RFC's design: a lease request carries its start as "
                                 "a closed ts; the implementation dropped it (#65624).",
+    "SplitClosedAtEval": "M1, the RFC's rejected alternative: the right-hand side starts "
+                         "with the closed ts chosen while the split was evaluated, not the "
+                         "one its command carried at flush (RFC 'Splits and Merges').",
+    "SplitRHSZero": "M6. The right-hand side starts with no closed ts and an unseeded "
+                    "proposal buffer (§5.1 splitPreApply, leasePostApplyLocked).",
+    "MergeWithoutTimestampCacheBump": "M29. The merge does not raise the timestamp cache "
+                                      "over the right-hand keys to the right-hand closed ts "
+                                      "(§5.2 MergeRange).",
 }.items():
     LOG_DRIVEN.mutation(_name, _doc)
 
@@ -104,10 +130,25 @@ def _build(m, p):
         raise ModelError("TrackerNoSwap applies to tracker=impl")
     if p.tracker != "rfc" and ("ResetCurOnPrevExit" in p.mutations or p.keep_cur_ts):
         raise ModelError("ResetCurOnPrevExit and keep_cur_ts apply to tracker=rfc")
+    if p.structure != "none":
+        if p.keys <= p.split_key:
+            raise ModelError(f"structure={p.structure} needs a key at or above "
+                             f"split_key={p.split_key} (keys={p.keys})")
+        if p.tracker == "rfc":
+            raise ModelError("the RFC tracker is modelled for one range: structure must be none")
+        if p.structure == "split" and p.lease_changes:
+            raise ModelError("a split model keeps n1's leases: lease_changes must be 0")
+    needs = {"SplitClosedAtEval": "split", "SplitRHSZero": "split",
+             "MergeWithoutTimestampCacheBump": "merge"}
+    for mutation, structure in needs.items():
+        if mutation in p.mutations and p.structure != structure:
+            raise ModelError(f"{mutation} needs structure = {structure!r}")
+    structural = p.structure != "none"
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
-              log_len=(p.writes + p.lease_changes) * (2 if p.duplicate else 1),
+              log_len=(p.writes + structural + p.lease_changes) * (2 if p.duplicate else 1),
               max_ts=p.max_ts, target=p.target, lease_exp=p.lease_exp or p.max_ts + p.lead + 2,
-              muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes)
+              muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes,
+              structure=p.structure, split_key=p.split_key, restarts=p.restarts)
     if p.target > p.max_ts:
         raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
 
@@ -129,8 +170,17 @@ def _build(m, p):
     raft.add(m, p, ctx)
     if p.side_transport:
         side_transport.add(m, p, ctx)
+    if p.restarts:
+        if not (p.side_transport and p.lease_changes and p.structure == "none"):
+            raise ModelError("restarts needs side_transport, lease_changes >= 1 and no "
+                             "split or merge")
+        restarts.add(m, p, ctx)
     elif any(x.startswith(("Side", "Sender", "Delta")) for x in p.mutations):
         raise ModelError("side-transport mutations need side_transport = true")
+    if p.structure == "split":
+        splits.add(m, p, ctx)
+    elif p.structure == "merge":
+        merges.add(m, p, ctx)
     follower_reads.add(m, p, ctx)
     m.narrate(narrate)
 

@@ -20,25 +20,28 @@ def closed_target(s: Any, ctx: Ctx) -> Any:
     return If(s.lead_policy, s.now + ctx.lead, s.now - ctx.target)
 
 
-def ceiling(s: Any, ctx: Ctx, node: Any = None) -> Any:
-    """One below the expiration of the lease `node` holds (default: the newest lease)."""
+def ceiling(s: Any, ctx: Ctx, g: int, node: Any = None) -> Any:
+    """One below the expiration of range g's lease `node` holds (default: the newest)."""
     if ctx.mutated("NoLeaseExpirationBound"):
         return ctx.closed_hi
     if not ctx.lease_changes:
         return ctx.lease_exp - 1
-    seq = s.lcount if node is None else s.lseq[node]
-    return s.lexp[seq] - 1
+    seq = s.lcount[g] if node is None else s.lseq[g][node]
+    return s.lexp[g][seq] - 1
 
 
-def lease_ok(s: Any, ctx: Ctx, node: int) -> Any:
-    """`node` holds the lease it has applied, unexpired and not revoked by a transfer
-    (§4.3 step 3; SideCloseUnderRevokedLease ignores the revocation)."""
+def lease_ok(s: Any, ctx: Ctx, g: int, node: int) -> Any:
+    """`node` holds range g's lease it has applied, unexpired, not revoked by a transfer
+    and not proscribed by a restart (§4.3 step 3; SideCloseUnderRevokedLease ignores
+    both)."""
     if not ctx.lease_changes:
-        return True
-    mine = And(s.lholder[s.lseq[node]] == node, s.now < s.lexp[s.lseq[node]])
+        return node == 0
+    seq = s.lseq[g][node]
+    mine = And(s.lholder[g][seq] == node, s.now < s.lexp[g][seq])
     if ctx.mutated("SideCloseUnderRevokedLease"):
         return mine
-    return And(mine, Not(And(s.revoked, s.lh == node)))
+    usable = And(mine, Not(And(s.revoked[g], s.lh[g] == node)))
+    return And(usable, Not(s.proscribed[g])) if ctx.restarts and node == 0 else usable
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:

@@ -1,112 +1,181 @@
-"""Request evaluation and the proposal buffer on the leaseholder.
+"""Request evaluation and the proposal buffer on each range's leaseholder.
 
 A write evaluates at a timestamp forwarded above the leaseholder's assigned
 closed ts (its write floor), is tracked while evaluating, then waits in the
 proposal buffer. Flushing takes the buffer's head: it leaves the tracker, is
 given the next lease applied index (LAI) and a closed ts, and the floor moves
 up to that closed ts (RFC "Closing of timestamps"; ground truth §2.4-2.5).
+Each range has its own buffer, tracker, assigned LAI and assigned closed ts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import And, Array, ForAll, Implies, Int, Max, Not, require
-from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
+from checker.lang import And, Array, ForAll, Implies, Int, Max, Not, Or, require
+from spec.log_driven.parts import (
+    NIL,
+    Ctx,
+    WPhase,
+    covers,
+    exists,
+    in_range,
+    leaseholder,
+    tracked_in,
+    write_floor,
+)
 from spec.log_driven.policy import ceiling, closed_target
 from spec.log_driven.tracker import Tracker
 
 
 def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
-    W = ctx.writes
-    m.var("wphase", Array(WPhase, W), init=WPhase.idle, doc="each write's lifecycle")
+    W, P, G = ctx.writes, ctx.props, ctx.ranges
+    m.var("wphase", Array(WPhase, P), init=WPhase.idle,
+          doc="each proposal's lifecycle (writes, then the split or merge command)")
+    if G > 1:
+        m.var("wrng", Array(Int(0, G - 1), W), init=0, doc="the range each write evaluated on")
     m.var("wkey", Array(ctx.key_type, W), init=ctx.key_type.values[0],
           doc="the key each write writes")
     m.var("wts", Array(Int(0, ctx.ts_hi), W), init=0, doc="each write's timestamp")
-    m.var("wlai", Array(Int(0, W + ctx.lease_changes), W), init=0,
+    m.var("wlai", Array(Int(0, ctx.max_lai), P), init=0,
           doc="LAI assigned at flush (0: none yet)")
     if ctx.lease_changes:
-        m.var("wseq", Array(Int(1, ctx.lease_changes + 1), W), init=1,
-              doc="the lease sequence a write evaluated under")
-    m.var("wcts", Array(Int(NIL, ctx.closed_hi), W), init=NIL,
-          doc="closed ts the write's proposal carries (-1: none yet)")
-    if ctx.mutated("ClosedFromEvalTime"):
-        m.var("wevc", Array(Int(NIL, ctx.closed_hi), W), init=NIL,
-              doc="closed ts captured at evaluation (ClosedFromEvalTime only)")
-    m.var("assigned_lai", Int(0, W + ctx.lease_changes), init=0,
-          doc="the leaseholder's last assigned LAI")
-    m.var("assigned_closed", Int(NIL, ctx.closed_hi), init=NIL,
-          doc="the leaseholder's assigned closed ts: its write floor")
-    m.var("buf", Array(Int(0, W - 1), W), init=0, doc="proposal buffer, flush order")
-    m.var("buflen", Int(0, W), init=0, doc="how many proposals are buffered")
+        m.var("wseq", Array(Int(1, ctx.lease_changes + 1), P), init=1,
+              doc="the lease sequence a proposal evaluated under")
+    m.var("wcts", Array(Int(NIL, ctx.closed_hi), P), init=NIL,
+          doc="closed ts the proposal carries (-1: none yet)")
+    if ctx.mutated("ClosedFromEvalTime") or ctx.mutated("SplitClosedAtEval"):
+        m.var("wevc", Array(Int(NIL, ctx.closed_hi), P), init=NIL,
+              doc="closed ts captured at evaluation (ClosedFromEvalTime, SplitClosedAtEval)")
+    m.var("assigned_lai", Array(Int(0, ctx.max_lai), G), init=0,
+          doc="each range's leaseholder: its last assigned LAI")
+    m.var("assigned_closed", Array(Int(NIL, ctx.closed_hi), G), init=NIL,
+          doc="each range's leaseholder: its assigned closed ts, the write floor")
+    m.var("buf", Array(Array(Int(0, P - 1), P), G), init=0, doc="proposal buffers, flush order")
+    m.var("buflen", Array(Int(0, P), G), init=0, doc="how many proposals are buffered")
     tracker.declare(m)
     floor_on_track = not ctx.mutated("NoFloorOnTrack")
 
-    @m.action(w=range(W), k=ctx.key_type, c=range(1, ctx.max_ts + 1))
-    def evaluate(s, w, k, c):
-        """A write to key k with client ts c starts evaluating on the leaseholder."""
+    @m.action(g=range(G), w=range(W), k=ctx.key_type, c=range(1, ctx.max_ts + 1))
+    def evaluate(s, g, w, k, c):
+        """A write to key k with client ts c starts evaluating on range g's leaseholder."""
         require(s.wphase[w] == WPhase.idle)
-        if ctx.lease_changes:  # n-th lease: held, applied by its holder, valid, not revoked
-            require(And(s.lholder[s.lcount] == s.lh, s.lseq[s.lh] == s.lcount,
-                        Not(s.revoked), s.now < s.lexp[s.lcount]))
-            s.wseq[w] = s.lcount
-        ts = Max(c, write_floor(s, ctx)) if floor_on_track else c
-        tracker.track(s, w, ts)
+        require(may_evaluate(s, ctx, g))
+        require(covers(s, ctx, g, k, leaseholder(s, ctx, g)))
+        if ctx.lease_changes:
+            s.wseq[w] = s.lcount[g]
+        ts = Max(c, write_floor(s, ctx, g, k)) if floor_on_track else c
+        tracker.track(s, g, w, ts)
+        if G > 1:
+            s.wrng[w] = g
         s.wkey[w] = k
         s.wphase[w] = WPhase.evaluating
         if ctx.mutated("ClosedFromEvalTime"):
-            s.wevc[w] = s.assigned_closed
+            s.wevc[w] = s.assigned_closed[g]
 
-    @m.action(w=range(W))
-    def finish(s, w):
+    @m.action(g=range(G), w=range(W))
+    def finish(s, g, w):
         """Evaluation is done; the proposal joins the buffer (still tracked)."""
         require(s.wphase[w] == WPhase.evaluating)
-        s.wphase[w] = WPhase.buffered
-        s.buf[s.buflen] = w
-        s.buflen = s.buflen + 1
+        require(in_range(s, ctx, w, g))
+        enqueue(s, ctx, g, w)
 
-    @m.action(w=range(W))
-    def flush(s, w):
+    @m.action(g=range(G), w=range(P))
+    def flush(s, g, w):
         """The buffer's head is flushed: untrack, then LAI and closed ts, in buffer order."""
-        require(s.buflen > 0)
-        require(s.buf[0] == w)
-        value = tracker.flush_closed(s, w, closed_target(s, ctx), ceiling(s, ctx))
+        require(s.buflen[g] > 0)
+        require(s.buf[g][0] == w)
+        value = tracker.flush_closed(s, g, w, closed_target(s, ctx), ceiling(s, ctx, g))
         # the implementation never lets the carried closed ts regress (§2.5); the RFC
         # attaches its rules' value as is, and ClosedMonotone checks that it is enough
-        carried = value if tracker.kind == "rfc" else Max(s.assigned_closed, value)
-        s.assigned_lai = s.assigned_lai + 1
-        s.wlai[w] = s.assigned_lai
-        s.wcts[w] = s.wevc[w] if ctx.mutated("ClosedFromEvalTime") else carried
-        s.assigned_closed = Max(s.assigned_closed, carried)
+        carried = value if tracker.kind == "rfc" else Max(s.assigned_closed[g], value)
+        s.assigned_lai[g] = s.assigned_lai[g] + 1
+        s.wlai[w] = s.assigned_lai[g]
+        from_eval = ctx.mutated("ClosedFromEvalTime") and w < W
+        s.wcts[w] = s.wevc[w] if from_eval else carried
+        s.assigned_closed[g] = Max(s.assigned_closed[g], carried)
         s.wphase[w] = WPhase.flushed
-        for i in range(W - 1):
-            s.buf[i] = s.buf[i + 1]
-        s.buf[W - 1] = 0
-        s.buflen = s.buflen - 1
+        for i in range(P - 1):
+            s.buf[g][i] = s.buf[g][i + 1]
+        s.buf[g][P - 1] = 0
+        s.buflen[g] = s.buflen[g] - 1
 
     def TrackedAboveFloor(s):  # noqa: N802 - property names are CamelCase
-        """Every tracked write is above the leaseholder's write floor (ground truth A7:
-        `assignedClosed < min trackedTs`)."""
-        return ForAll(range(W), lambda q: Implies(tracked(s, q),
-                                                  s.wts[q] > s.assigned_closed))
+        """Every tracked write is above its range leaseholder's write floor (ground truth
+        A7: `assignedClosed < min trackedTs`)."""
+        return ForAll([(g, q) for g in range(G) for q in range(W)], lambda gq: Implies(
+            tracked_in(s, ctx, gq[1], gq[0]), s.wts[gq[1]] > s.assigned_closed[gq[0]]))
 
     def FloorAboveClaims(s):  # noqa: N802
-        """The leaseholder's writes are above every closed ts claimed so far: its write
-        floor is above them (A7), or, after a non-cooperative lease request, its lease
-        starts above them (A9). With lease changes, "the leaseholder" is the node that
-        holds the newest lease and has applied it: the only one that can evaluate."""
-        above = write_floor(s, ctx) > s.claim_hi
-        if not ctx.lease_changes:
-            return above
-        return Implies(And(s.lholder[s.lcount] == s.lh, s.lseq[s.lh] == s.lcount), above)
+        """Each range's leaseholder writes above every closed ts claimed for its keys: its
+        write floor is above them (A7), or, after a non-cooperative lease request, its
+        lease starts above them (A9); after a merge, the right-hand keys' timestamp cache
+        is above the right-hand side's claims (A15). "The leaseholder" is the node that
+        holds the newest lease, has applied it, and has a replica of the range: the
+        only one that can evaluate."""
+        checks = []
+        for g in range(G):
+            lh = leaseholder(s, ctx, g)
+            serving = And(exists(s, ctx, g, lh),
+                          holds_applied_lease(s, ctx, g) if ctx.lease_changes else True)
+            checks.append(Implies(serving, write_floor(s, ctx, g) > s.claim_hi[g]))
+        if ctx.structure == "merge":
+            checks.append(Implies(s.span_changed[leaseholder(s, ctx, 0)],
+                                  s.rhs_tsc >= s.claim_hi[1]))
+        return And(*checks)
 
     m.invariant(TrackedAboveFloor)
     m.invariant(FloorAboveClaims)
     tracker.add_invariants(m)
 
 
-def write_floor(s: Any, ctx: Ctx) -> Any:
-    """The lowest ts the leaseholder lets a write take: above its assigned closed ts, and
-    at or after its lease's start (the timestamp cache's low water for a new lease)."""
-    above = s.assigned_closed + 1
-    return Max(above, s.lh_low) if ctx.lease_changes else above
+def enqueue(s: Any, ctx: Ctx, g: int, w: int) -> None:
+    """Proposal w (evaluated on range g) joins g's proposal buffer."""
+    s.wphase[w] = WPhase.buffered
+    s.buf[g][s.buflen[g]] = w
+    s.buflen[g] = s.buflen[g] + 1
+
+
+def holds_applied_lease(s: Any, ctx: Ctx, g: int) -> Any:
+    """Range g's leaseholder holds the newest lease and has applied it."""
+    lh = s.lh[g]
+    return And(s.lholder[g][s.lcount[g]] == lh, s.lseq[g][lh] == s.lcount[g])
+
+
+def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
+    """Range g's leaseholder may evaluate a request: its lease is the newest, applied,
+    valid and not revoked, the range is not frozen by a merge, and no split holds the
+    range's latches (from its evaluation until it applies on the leaseholder; ground
+    truth §5.1)."""
+    conds = []
+    if ctx.lease_changes:
+        conds += [holds_applied_lease(s, ctx, g), Not(s.revoked[g]),
+                  s.now < s.lexp[g][s.lcount[g]]]
+    if ctx.structure == "split" and g == 0:
+        conds.append(Not(struct_pending(s, ctx)))
+    if ctx.structure == "merge" and g == 1:
+        conds.append(Not(s.subsumed))
+    return And(*conds)
+
+
+def struct_pending(s: Any, ctx: Ctx) -> Any:
+    """The split or merge command has been evaluated but its leaseholder has not
+    applied it yet."""
+    return And(s.wphase[ctx.struct] != WPhase.idle,
+               Not(s.span_changed[leaseholder(s, ctx, 0)]))
+
+
+def in_flight(s: Any, ctx: Ctx, g: int, node: Any, known: Any = None) -> Any:
+    """Some proposal of range g is in flight: flushed, but not yet applied on `node`
+    (§4.3 step 6, ProposalsInFlight); `known` replaces node's applied LAI as the bound
+    when the node forgot earlier proposals (a restart)."""
+    bound = s.lai[g][node] if known is None else known
+    return Or(*[And(s.wphase[w] == WPhase.flushed, in_range(s, ctx, w, g),
+                    s.wlai[w] > bound) for w in range(ctx.props)])
+
+
+def quiet(s: Any, ctx: Ctx, g: int) -> Any:
+    """No write of range g is evaluating or waiting in its proposal buffer."""
+    return ForAll(range(ctx.writes), lambda w: Not(And(in_range(s, ctx, w, g), Or(
+        s.wphase[w] == WPhase.evaluating, s.wphase[w] == WPhase.buffered,
+        s.wphase[w] == WPhase.released))))

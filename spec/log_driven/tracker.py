@@ -10,7 +10,8 @@
 - `heap`: the RFC's "optimal" min-heap ("Analysis"): an exact lower bound.
 
 Every design is told which writes are tracked by `parts.tracked`, so none
-keeps reference counts of its own.
+keeps reference counts of its own. Each range has its own tracker; the RFC's
+design is modelled for one range only.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Array, ForAll, If, Implies, Int, Min, Not, Or
-from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
+from spec.log_driven.parts import NIL, Ctx, WPhase, in_range, tracked, tracked_in
 from spec.tracker import TrackerRules
 
 
@@ -42,88 +43,94 @@ class Tracker:
         if self.rfc is not None:
             self.rfc.declare(m, ctx.closed_hi)
         elif self.kind == "impl":
-            m.var("tb_ts", Array(Int(NIL, ctx.ts_hi), 2), init=NIL,
-                  doc="lock-free tracker: the two physical buckets' lower bounds (-1 empty)")
-            m.var("tb_first", Int(0, 1), init=0, doc="which physical bucket is b1")
+            m.var("tb_ts", Array(Array(Int(NIL, ctx.ts_hi), 2), ctx.ranges), init=NIL,
+                  doc="lock-free trackers: the two physical buckets' lower bounds (-1 empty)")
+            m.var("tb_first", Array(Int(0, 1), ctx.ranges), init=0,
+                  doc="which physical bucket is b1")
             m.var("tok", Array(Int(0, 1), ctx.writes), init=0,
                   doc="the physical bucket each tracked write joined (its token)")
 
-    def _others_empty(self, s: Any, b: Any, exclude: int) -> Any:
+    def _others_empty(self, s: Any, g: int, b: Any, exclude: int) -> Any:
         return ForAll([q for q in range(self.ctx.writes) if q != exclude],
-                      lambda q: Not(And(tracked(s, q), s.tok[q] == b)))
+                      lambda q: Not(And(tracked_in(s, self.ctx, q, g), s.tok[q] == b)))
 
     # -- Track ---------------------------------------------------------------------
-    def track(self, s: Any, w: int, ts: Any) -> None:
-        """Write w starts evaluating at `ts` (already above the floor); sets s.wts[w]."""
+    def track(self, s: Any, g: int, w: int, ts: Any) -> None:
+        """Write w starts evaluating on range g at `ts` (already above the floor); sets
+        s.wts[w]."""
         if self.rfc is not None:
-            self.rfc.enter(s, w, ts, s.now, floor=s.assigned_closed)
+            self.rfc.enter(s, w, ts, s.now, floor=s.assigned_closed[0])
             return
         s.wts[w] = ts
         if self.kind != "impl":
             return
-        b1 = s.tb_first
-        t1 = s.tb_ts[b1]
+        b1 = s.tb_first[g]
+        t1 = s.tb_ts[g][b1]
         joined = If(Or(t1 == NIL, ts <= t1), b1, 1 - b1)
-        old = s.tb_ts[joined]
-        s.tb_ts[joined] = If(Or(old == NIL, old > ts), ts, old)  # extendAndJoin
+        old = s.tb_ts[g][joined]
+        s.tb_ts[g][joined] = If(Or(old == NIL, old > ts), ts, old)  # extendAndJoin
         s.tok[w] = joined
 
-    def _untrack(self, s: Any, w: int) -> None:
+    def _untrack(self, s: Any, g: int, w: int) -> None:
         """Untrack (impl): the last one out resets its bucket; a drained b1 swaps with b2."""
         b = s.tok[w]
-        last = self._others_empty(s, b, w)
-        s.tb_ts[b] = If(last, NIL, s.tb_ts[b])
+        last = self._others_empty(s, g, b, w)
+        s.tb_ts[g][b] = If(last, NIL, s.tb_ts[g][b])
         if not self.no_swap:
-            s.tb_first = If(And(last, b == s.tb_first), 1 - s.tb_first, s.tb_first)
+            s.tb_first[g] = If(And(last, b == s.tb_first[g]), 1 - s.tb_first[g], s.tb_first[g])
         s.tok[w] = 0
 
-    def _lower_bound(self, s: Any, exclude: int | None) -> tuple[Any, Any]:
-        """(is set, value) of the tracker's lower bound, ignoring write `exclude`."""
+    def lower_bound(self, s: Any, g: int, exclude: int | None = None) -> tuple[Any, Any]:
+        """(is set, value) of range g's tracker lower bound, ignoring write `exclude`."""
         if self.kind == "impl":
-            lb = s.tb_ts[s.tb_first]
+            lb = s.tb_ts[g][s.tb_first[g]]
             return lb != NIL, lb
         lb = None
         for q in range(self.ctx.writes):
             if q == exclude:
                 continue
-            val = If(tracked(s, q), s.wts[q], self.ctx.ts_hi + 1)
+            val = If(tracked_in(s, self.ctx, q, g), s.wts[q], self.ctx.ts_hi + 1)
             lb = val if lb is None else Min(lb, val)
         if lb is None:
             return False, 0
         return lb <= self.ctx.ts_hi, lb
 
     # -- flush -----------------------------------------------------------------------
-    def flush_closed(self, s: Any, w: int, target: Any, ceiling: Any) -> Any:
-        """Write w's proposal is flushed: w leaves the tracker; returns the closed ts
-        computed for it (before forwarding to the assigned closed ts)."""
+    def flush_closed(self, s: Any, g: int, w: int, target: Any, ceiling: Any) -> Any:
+        """Proposal w of range g is flushed: a write leaves the tracker (the split or
+        merge command is never tracked); returns the closed ts computed for it (before
+        forwarding to the assigned closed ts)."""
+        write = w < self.ctx.writes
         if self.whole_batch:  # every buffered proposal leaves before any closed ts is chosen
             for q in range(self.ctx.writes):
                 if q != w:
-                    self._release(s, q)
+                    self._release(s, g, q)
         if self.rfc is not None:
             return Min(self.rfc.flush(s, w, s.now), ceiling)
-        if self.close_before_untrack:  # N7: w's own write ts still bounds its closed ts
-            lb_set, lb = self._lower_bound(s, exclude=None)
-            self._untrack_if_impl(s, w)
+        if self.close_before_untrack or not write:  # N7: w's own ts still bounds it
+            lb_set, lb = self.lower_bound(s, g)
+            if write:
+                self._untrack_if_impl(s, g, w)
         else:
-            self._untrack_if_impl(s, w)
-            lb_set, lb = self._lower_bound(s, exclude=w)
+            self._untrack_if_impl(s, g, w)
+            lb_set, lb = self.lower_bound(s, g, exclude=w)
         closed = Min(target, ceiling)
         return If(lb_set, Min(closed, lb - 1), closed) if lb_set is not False else closed
 
-    def _untrack_if_impl(self, s: Any, w: int) -> None:
+    def _untrack_if_impl(self, s: Any, g: int, w: int) -> None:
         if self.kind == "impl":
-            self._untrack(s, w)
+            self._untrack(s, g, w)
 
-    def _release(self, s: Any, q: int) -> None:
-        """UntrackWholeBatchFirst: a buffered write leaves the tracker early."""
-        buffered = s.wphase[q] == WPhase.buffered
+    def _release(self, s: Any, g: int, q: int) -> None:
+        """UntrackWholeBatchFirst: a buffered write of range g leaves the tracker early."""
+        buffered = And(s.wphase[q] == WPhase.buffered, in_range(s, self.ctx, q, g))
         if self.kind == "impl":
             b = s.tok[q]
-            last = And(buffered, self._others_empty(s, b, q))
-            s.tb_ts[b] = If(last, NIL, s.tb_ts[b])
+            last = And(buffered, self._others_empty(s, g, b, q))
+            s.tb_ts[g][b] = If(last, NIL, s.tb_ts[g][b])
             if not self.no_swap:
-                s.tb_first = If(And(last, b == s.tb_first), 1 - s.tb_first, s.tb_first)
+                s.tb_first[g] = If(And(last, b == s.tb_first[g]), 1 - s.tb_first[g],
+                                   s.tb_first[g])
             s.tok[q] = If(buffered, 0, s.tok[q])
         elif self.rfc is not None:
             raise ValueError("UntrackWholeBatchFirst is a mutation of the impl/heap trackers")
@@ -139,13 +146,16 @@ class Tracker:
             return
 
         def TrackerLowerBound(s):  # noqa: N802 - property names are CamelCase
-            """The lock-free tracker's lower bound (b1's ts) is set and at most every tracked
-            write ts, and each write's own bucket ts is at most its ts (ground truth A12,
-            the contract of `LowerBound`)."""
-            lb = s.tb_ts[s.tb_first]
-            return ForAll(range(ctx.writes), lambda q: Implies(tracked(s, q), And(
-                lb != NIL, lb <= s.wts[q], s.tb_ts[s.tok[q]] != NIL,
-                s.tb_ts[s.tok[q]] <= s.wts[q])))
+            """Each lock-free tracker's lower bound (b1's ts) is set and at most every
+            tracked write ts, and each write's own bucket ts is at most its ts (ground
+            truth A12, the contract of `LowerBound`)."""
+            def sound(g: int, q: int) -> Any:
+                lb = s.tb_ts[g][s.tb_first[g]]
+                own = s.tb_ts[g][s.tok[q]]
+                return Implies(tracked_in(s, ctx, q, g), And(
+                    lb != NIL, lb <= s.wts[q], own != NIL, own <= s.wts[q]))
+            return ForAll([(g, q) for g in range(ctx.ranges) for q in range(ctx.writes)],
+                          lambda gq: sound(*gq))
 
         m.invariant(TrackerLowerBound)
 
