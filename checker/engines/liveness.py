@@ -23,13 +23,11 @@ with a `loop` index (`docs/decisions/0006-liveness.md`).
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine, evaluate
@@ -163,7 +161,6 @@ def find_lasso(graph: StateGraph, kernel: Kernel, prop: LivenessProperty) -> Las
         goal_state = _evaluate(kernel, prop.goal, graph.words)
         goal_edge = goal_state[graph.dst]
     keep = ~goal_edge & ~goal_state[graph.src]
-    src, dst, act = graph.src[keep], graph.dst[keep], graph.action[keep]
     # enabled fair instances per state, in the whole graph
     fair = np.array(sorted(prop.fair), dtype=np.int64)
     fair_col = np.full(len(kernel.machine.actions), -1, np.int64)
@@ -171,53 +168,41 @@ def find_lasso(graph: StateGraph, kernel: Kernel, prop: LivenessProperty) -> Las
     enabled = np.zeros((n, len(fair)), dtype=bool)
     is_fair = fair_col[graph.action] >= 0
     enabled[graph.src[is_fair], fair_col[graph.action[is_fair]]] = True
-    # distance: shortest stem from an initial state through a trigger state, then on
-    # reduced edges only (Dijkstra over unit edges with varied start distances)
-    order = np.argsort(src, kind="stable")
-    src, dst, act = src[order], dst[order], act[order]
+    order = np.argsort(graph.src[keep], kind="stable")
+    src, dst, act = graph.src[keep][order], graph.dst[keep][order], graph.action[keep][order]
     starts = np.searchsorted(src, np.arange(n + 1))
-    dist = np.full(n, np.iinfo(np.int64).max)
-    pred = np.full(n, -1, np.int64)
-    pred_act = np.full(n, -1, np.int64)
-    heap = [(int(graph.depth[s]), int(s)) for s in np.flatnonzero(trigger & ~goal_state)]
-    for d, s in heap:
-        dist[s] = d
-    heapq.heapify(heap)
-    while heap:
-        d, s = heapq.heappop(heap)
-        if d > dist[s]:
-            continue
-        for e in range(starts[s], starts[s + 1]):
-            t = int(dst[e])
-            if d + 1 < dist[t]:
-                dist[t], pred[t], pred_act[t] = d + 1, s, int(act[e])
-                heapq.heappush(heap, (d + 1, t))
-    reached = dist < np.iinfo(np.int64).max
-    candidates: list[tuple[int, int, frozenset[int] | None]] = []
+    dist, pred, pred_act = _distances(n, src, dst, act, starts,
+                                      np.flatnonzero(trigger & ~goal_state), graph.depth)
+    reached = dist >= 0
+    candidates: list[tuple[int, int, np.ndarray | None]] = []
     for s in np.flatnonzero(reached & ~enabled.any(axis=1)):
         candidates.append((int(dist[s]), int(s), None))
     inside = reached[src] & reached[dst]
-    g = nx.DiGraph()
-    g.add_edges_from(zip(src[inside].tolist(), dst[inside].tolist(), strict=True))
-    for comp in nx.strongly_connected_components(g):
-        members = np.fromiter(comp, np.int64)
-        if len(members) == 1 and not g.has_edge(members[0], members[0]):
-            continue
-        in_comp = np.zeros(n, dtype=bool)
-        in_comp[members] = True
-        edges = np.flatnonzero(in_comp[src] & in_comp[dst])
-        taken = np.zeros(len(fair), dtype=bool)
-        col = fair_col[act[edges]]
-        taken[col[col >= 0]] = True
-        if (taken | ~enabled[members].all(axis=0)).all():
-            entry = int(members[np.lexsort((members, dist[members]))[0]])
-            candidates.append((int(dist[entry]), entry, frozenset(comp)))
+    label = strongly_connected(n, src[inside], dst[inside], np.flatnonzero(reached))
+    e_src, e_dst, e_act = src[inside], dst[inside], act[inside]
+    internal = label[e_src] == label[e_dst]
+    n_comp = int(label.max()) + 1 if len(label) and label.max() >= 0 else 0
+    has_edge = np.zeros(n_comp, dtype=bool)
+    has_edge[label[e_src[internal]]] = True
+    taken = np.zeros((n_comp, len(fair)), dtype=bool)
+    col = fair_col[e_act[internal]]
+    taken[label[e_src[internal]][col >= 0], col[col >= 0]] = True
+    disabled = np.zeros((n_comp, len(fair)), dtype=bool)
+    nodes = np.flatnonzero(reached)
+    for j in range(len(fair)):
+        off = nodes[~enabled[nodes, j]]
+        disabled[label[off], j] = True
+    fair_comps = np.flatnonzero(has_edge & (taken | disabled).all(axis=1))
+    for c in fair_comps:
+        members = nodes[label[nodes] == c]
+        entry = int(members[np.lexsort((members, dist[members]))[0]])
+        candidates.append((int(dist[entry]), entry, members))
     if not candidates:
         return None
     d, entry, comp = min(candidates, key=lambda c: (c[0], c[1], c[2] is not None))
     stem: list[int] = []
     s = entry
-    while not (trigger[s] and not goal_state[s] and dist[s] == graph.depth[s]):
+    while pred[s] >= 0:
         stem.append(int(pred_act[s]))
         s = int(pred[s])
     trigger_state = s
@@ -229,8 +214,97 @@ def find_lasso(graph: StateGraph, kernel: Kernel, prop: LivenessProperty) -> Las
     trigger_at = int(graph.depth[trigger_state])
     if comp is None:
         return Lasso(init, stem, len(stem), True, trigger_at)
-    loop = _loop(entry, comp, src, dst, act, starts, fair, fair_col, enabled)
+    loop = _loop(entry, frozenset(comp.tolist()), src, dst, act, starts, fair, fair_col,
+                 enabled)
     return Lasso(init, stem + loop, len(stem), False, trigger_at)
+
+
+def _distances(n: int, src: np.ndarray, dst: np.ndarray, act: np.ndarray,
+               starts: np.ndarray, sources: np.ndarray,
+               depth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shortest stems: each source starts at its BFS depth, every edge adds one; ties go
+    to the smaller (predecessor, action). Returns dist (-1: unreached), pred, action."""
+    big = np.iinfo(np.int64).max
+    dist = np.full(n, big)
+    dist[sources] = depth[sources]
+    pred = np.full(n, -1, np.int64)
+    pred_act = np.full(n, -1, np.int64)
+    done = np.zeros(n, dtype=bool)
+    d = int(dist[sources].min()) if len(sources) else 0
+    while True:
+        level = np.flatnonzero((dist == d) & ~done)
+        if not len(level):
+            if (~done & (dist < big)).any():
+                d += 1
+                continue
+            break
+        done[level] = True
+        counts = starts[level + 1] - starts[level]
+        edges = np.repeat(starts[level] - np.cumsum(counts) + counts, counts) + \
+            np.arange(counts.sum())
+        targets = dst[edges]
+        better = dist[targets] > d + 1
+        edges, targets = edges[better], targets[better]
+        if len(edges):
+            key = src[edges] * (int(act.max()) + 1) + act[edges]
+            order = np.lexsort((key, targets))
+            targets, edges = targets[order], edges[order]
+            first = np.concatenate(([True], targets[1:] != targets[:-1]))
+            targets, edges = targets[first], edges[first]
+            dist[targets] = d + 1
+            pred[targets] = src[edges]
+            pred_act[targets] = act[edges]
+        d += 1
+    dist[dist == big] = -1
+    return dist, pred, pred_act
+
+
+def strongly_connected(n: int, src: np.ndarray, dst: np.ndarray,
+                       nodes: np.ndarray) -> np.ndarray:
+    """Component label per node (-1 outside `nodes`), by an iterative Tarjan over the
+    edges (src sorted)."""
+    starts = np.searchsorted(src, np.arange(n + 1)).tolist()
+    dst_l = dst.tolist()
+    index = [-1] * n
+    low = [0] * n
+    on_stack = [False] * n
+    label = [-1] * n
+    stack: list[int] = []
+    counter = comps = 0
+    for root in nodes.tolist():
+        if index[root] >= 0:
+            continue
+        work = [(root, starts[root])]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        while work:
+            v, i = work[-1]
+            if i < starts[v + 1]:
+                work[-1] = (v, i + 1)
+                w = dst_l[i]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, starts[w]))
+                elif on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            work.pop()
+            if work and low[v] < low[work[-1][0]]:
+                low[work[-1][0]] = low[v]
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    label[w] = comps
+                    if w == v:
+                        break
+                comps += 1
+    return np.array(label, dtype=np.int64)
 
 
 def _loop(entry: int, comp: frozenset[int], src: np.ndarray, dst: np.ndarray, act: np.ndarray,

@@ -11,6 +11,8 @@ RFC sections to components, invariants and models):
                   the receivers' per-origin (epoch, seq, closed, MLAI map) state
 - `epochs.py`     liveness epochs, takeovers, restarts, lease transfers
 - `reads.py`      the follower-read rule
+- `structure.py`  splits (the RHS starts from the LHS's closed state) and merges
+                  (Subsume's closed ts; a subsumed range's unreachable MLAI)
 - `window.py`     time passing; for liveness models, renumbering time, LAIs and
                   sequence numbers so behaviours can go on forever
 - `narration.py`  how a trace reads in protocol words
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import And, Int, Spec
-from spec.follower_reads_2018 import epochs, reads, transport, window, writes
+from spec.follower_reads_2018 import epochs, reads, structure, transport, window, writes
 from spec.follower_reads_2018.narration import narrate
 from spec.follower_reads_2018.parts import NONE, ORIGIN, V1
 from spec.log_driven import follower_reads, raft
@@ -46,8 +48,15 @@ P.param("target", 1, "n1 closes now - target", min=1)
 P.param("max_seq", 2, "n1's largest sequence number", min=0)
 P.param("epochs", 2, "largest liveness epoch", min=1, max=3)
 P.param("lease_changes", 0, "takeovers or transfers after the initial lease", min=0, max=2)
-P.param("init_holder", 0, "the initial leaseholder (0: n1)", min=0, max=2)
+P.param("init_holder", 0, "r1's initial leaseholder (0: n1)", min=0, max=2)
+P.param("structure", "none", "r1 splits into r1 and r2, or r2 (leased to n1) merges into "
+        "r1", choices=("none", "split", "merge"))
+P.param("split_key", 1, "the first key of r2 (keys a, b, c: 0, 1, 2)", min=1, max=2)
 P.param("failures", True, "n1's liveness may lapse (then heartbeat, restart, takeover)")
+P.param("transfers", True, "n1 may transfer r1's lease (with lease_changes)")
+P.param("restarts", True, "n1 may restart in a new epoch (with failures)")
+P.param("losses", True, "the network may drop an update")
+P.param("mlai_requests", True, "receivers may ask n1 for a missing MLAI")
 P.param("reorder", False, "Raft may append proposals out of LAI order")
 P.param("duplicate", False, "Raft may append a proposal a second time (a reproposal)")
 P.param("window", False, "liveness models: renumber time, LAIs and sequence numbers")
@@ -62,6 +71,11 @@ for _name, _doc in {
                                 "forced above next, and its LAI is missing from the MLAI map.",
     "EpochPollution": "M34 (#48553). An MLAI refresh releases into the MPT with the applied "
                       "lease's epoch, another node's: closes stop succeeding.",
+    "SplitInitAtSplitLAI": "The split's RHS starts from the LHS's closed ts computed at the "
+                           "split's LAI, which may rest on an update sent after the RHS took "
+                           "writes (found by this model; the safe start is just below it).",
+    "SubsumedKeepsEmitting": "M33 (#44878). A subsumed range keeps publishing its real LAI "
+                             "instead of LAI + 1, so followers use newer closed ts.",
 }.items():
     P.mutation(_name, _doc)
 
@@ -71,25 +85,48 @@ def _build(m, p):
     N, W, C = p.nodes, p.writes, p.lease_changes
     if p.init_holder >= N:
         raise ModelError(f"init_holder={p.init_holder} must name one of {N} nodes")
-    if p.window and (p.reads or p.duplicate or C):
-        raise ModelError("window models check liveness only: reads = 0, no duplicates, "
-                         "no lease changes")
-    if "TransferStartBelowClosed" in p.mutations and not C:
-        raise ModelError("TransferStartBelowClosed needs lease_changes >= 1")
+    if p.window and (p.reads or p.duplicate or C or p.structure != "none" or p.losses):
+        raise ModelError("window models check liveness only: reads = 0, losses = false, no "
+                         "duplicates, no lease changes, no split or merge")
+    if "TransferStartBelowClosed" in p.mutations and not (C and p.transfers):
+        raise ModelError("TransferStartBelowClosed needs lease_changes >= 1 and transfers")
+    if p.structure != "none":
+        if p.keys <= p.split_key:
+            raise ModelError(f"structure={p.structure} needs a key at or above "
+                             f"split_key={p.split_key} (keys={p.keys})")
+        if C:
+            raise ModelError("split and merge models keep their leases: lease_changes = 0")
+    if p.structure == "merge" and p.init_holder == 0:
+        raise ModelError("a merge model puts r1's lease on another store: init_holder >= 1")
+    if p.structure == "split" and p.init_holder != 0:
+        raise ModelError("a split model keeps r1's lease on n1: init_holder = 0")
+    if "SplitInitAtSplitLAI" in p.mutations and p.structure != "split":
+        raise ModelError("SplitInitAtSplitLAI needs structure = 'split'")
+    if "SubsumedKeepsEmitting" in p.mutations and p.structure != "merge":
+        raise ModelError("SubsumedKeepsEmitting needs structure = 'merge'")
+    structural = p.structure != "none"
     ctx = Ctx(nodes=N, keys=p.keys, writes=W, reads=p.reads,
-              log_len=(W + C) * (2 if p.duplicate else 1),
+              log_len=(W + structural + C) * (2 if p.duplicate else 1),
               max_ts=p.max_ts, target=p.target, lease_exp=p.max_ts + 2, muts=p.mutations,
-              lease_changes=C)
-    v = V1(nodes=N, ranges=1, writes=W, lease_changes=C, epochs=p.epochs,
-           max_seq=p.max_seq, max_ts=p.max_ts, target=p.target, lai_hi=W + C,
+              lease_changes=C, structure=p.structure, split_key=p.split_key)
+    if "EpochPollution" in p.mutations and not p.mlai_requests:
+        raise ModelError("EpochPollution needs mlai_requests = true")
+    v = V1(nodes=N, ranges=ctx.ranges, writes=W, lease_changes=C, epochs=p.epochs,
+           max_seq=p.max_seq, max_ts=p.max_ts, target=p.target, lai_hi=ctx.max_lai,
            muts=p.mutations, window=p.window, failures=p.failures,
-           keep_previous=p.keep_previous)
+           keep_previous=p.keep_previous, losses=p.losses, mlai_requests=p.mlai_requests,
+           transfers=p.transfers, restarts=p.restarts)
     m.var("now", Int(0, p.max_ts), init=p.target + 1, doc="the (single) clock")
     v.register("ts", lambda s: s.now, lambda s, x: setattr(s, "now", x), lambda s: False)
-    epochs.add(m, p, ctx, v)
+    holders = [p.init_holder] + ([ORIGIN] if structural else [])
+    epochs.add(m, p, ctx, v, holders)
     writes.add(m, p, ctx, v)
-    transport.add(m, v)
+    transport.add(m, ctx, v)
     raft.add(m, p, ctx)
+    if p.structure == "split":
+        structure.add_split(m, ctx, v)
+    elif p.structure == "merge":
+        structure.add_merge(m, ctx, v)
     reads.add(m, ctx, v)
     follower_reads.add(m, p, ctx)
     window.add(m, ctx, v)
@@ -98,7 +135,8 @@ def _build(m, p):
 
 
 def _liveness(m, v: V1) -> None:
-    progress = ["tick", "close", "deliver", "propose", "append", "apply", "refresh"]
+    progress = ["tick", "close", "deliver", "propose", "append", "apply"]
+    progress += ["refresh"] if v.mlai_requests else []
     progress += ["append_lease"] if v.lease_changes else []
     progress += ["heartbeat"] if v.failures else []
     progress += ["renumber", "truncate"] if v.window else []
@@ -106,18 +144,18 @@ def _liveness(m, v: V1) -> None:
     def idle(s):
         return And(s.left_ref == 0, s.right_ref == 0, s.live)
 
-    m.liveness("CloseEventuallySucceeds", idle, lambda b, a: a.ct_closed > b.ct_closed,
+    m.liveness("CloseEventuallySucceeds", idle, lambda b, a: a.ct_sent != b.ct_sent,
                fair=progress, doc="L2 (#48553): with no proposal in flight and n1 live, "
                "a close eventually succeeds (and is sent).")
     follower = v.nodes - 1
 
     def viewing(s):
-        j = s.lseq[follower]
-        return And(s.lholder[j] == ORIGIN, s.rc_epoch[follower] == s.lepoch[j],
+        j = s.lseq[0][follower]
+        return And(s.lholder[0][j] == ORIGIN, s.rc_epoch[follower] == s.lepoch[0][j],
                    s.rc_closed[follower] != NONE)
 
     m.liveness("FollowerEventuallyServes", viewing,
-               lambda s: reads.served_closed(s, v, follower) != NONE, fair=progress,
+               lambda s: reads.served_closed(s, v, 0, follower) != NONE, fair=progress,
                doc="RFC 'Lagging followers': a follower that has n1's closed ts for its "
                "lease eventually serves follower reads.")
 

@@ -25,39 +25,44 @@ from spec.follower_reads_2018.parts import ORIGIN, V1, LeaseKind, holds_lease
 from spec.log_driven.parts import Ctx
 
 
-def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
-    N, E, C, W = v.nodes, v.epochs, v.lease_changes, v.writes
+def add(m: Any, p: Any, ctx: Ctx, v: V1, holders: list[int]) -> None:
+    """`holders[g]` holds range g's first lease; leases change on range 0 only."""
+    N, E, C, P, G = v.nodes, v.epochs, v.lease_changes, ctx.props, ctx.ranges
     S = C + 1  # leases 1..S; index 0 unused
     ts_hi = v.max_ts + 1
-    first = p.init_holder
-    m.var("epoch", Array(Int(1, E), N), init=[1] + [min(2, E)] * (N - 1),
+    other = min(2, E)
+    m.var("epoch", Array(Int(1, E), N), init=[1] + [other] * (N - 1),
           doc="each node's liveness epoch (n2, n3 restarted once before)")
     m.var("live", Bool(), init=True, doc="n1's liveness record is valid")
-    m.var("lcount", Int(1, S), init=1, doc="the newest lease")
-    m.var("lholder", Array(Int(0, N - 1), S + 1), init=first, doc="each lease's holder")
-    m.var("lepoch", Array(Int(1, E), S + 1), init=1 if first == ORIGIN else min(2, E),
+    m.var("lcount", Array(Int(1, S), G), init=1, doc="each range's newest lease")
+    m.var("lholder", Array(Array(Int(0, N - 1), S + 1), G),
+          init=[[h] * (S + 1) for h in holders], doc="each lease's holder")
+    m.var("lepoch", Array(Array(Int(1, E), S + 1), G),
+          init=[[1 if h == ORIGIN else other] * (S + 1) for h in holders],
           doc="the holder's epoch the lease belongs to")
-    m.var("lstart", Array(Int(0, ts_hi), S + 1), init=0, doc="each lease's start")
-    m.var("lkind", Array(LeaseKind, S + 1), init=LeaseKind.initial, doc="how it was obtained")
-    m.var("llai", Array(Int(0, v.lai_hi), S + 1), init=0, doc="a transfer's LAI (0: none)")
-    m.var("lappended", Array(Bool(), S + 1), init=False, doc="the lease command is in the log")
-    m.var("lseq", Array(Int(1, S), N), init=1, doc="the lease each replica has applied")
+    m.var("lstart", Array(Array(Int(0, ts_hi), S + 1), G), init=0, doc="each lease's start")
+    m.var("lkind", Array(Array(LeaseKind, S + 1), G), init=LeaseKind.initial,
+          doc="how it was obtained")
+    m.var("llai", Array(Array(Int(0, v.lai_hi), S + 1), G), init=0,
+          doc="a transfer's LAI (0: none)")
+    m.var("lappended", Array(Array(Bool(), S + 1), G), init=False,
+          doc="the lease command is in the log")
+    m.var("lseq", Array(Array(Int(1, S), N), G), init=1, doc="the lease each replica applied")
     m.var("lcovered", Array(Bool(), S + 1), init=False, ghost=True,
-          doc="an update n1 sent has an MLAI at or above the transfer's LAI")
-    m.var("emitted_hi", Int(-1, ts_hi), init=-1, ghost=True,
-          doc="the highest closed ts n1 ever sent")
-    for j in range(2, S + 1):
-        v.register("ts", lambda s, j=j: s.lstart[j], lambda s, x, j=j: s.lstart.__setitem__(j, x),
-                   lambda s, j=j: j <= s.lcount)
-        v.register("lai", lambda s, j=j: s.llai[j], lambda s, x, j=j: s.llai.__setitem__(j, x),
-                   lambda s, j=j: And(j <= s.lcount, s.lkind[j] == LeaseKind.transfer))
-    v.register("ts", lambda s: s.emitted_hi, lambda s, x: setattr(s, "emitted_hi", x),
-               lambda s: s.emitted_hi >= 0)
+          doc="an update n1 sent in the replaced lease's epoch has r1's transfer's LAI")
+    m.var("emitted_hi", Array(Int(-1, ts_hi), E + 1), init=-1, ghost=True,
+          doc="the highest closed ts n1 sent in each epoch")
+    for e in range(1, E + 1):
+        v.register("ts", lambda s, e=e: s.emitted_hi[e],
+                   lambda s, x, e=e: s.emitted_hi.__setitem__(e, x),
+                   lambda s, e=e: s.emitted_hi[e] >= 0)
 
     def on_close(s: Any, ok: Any, closed: Any, sent: list[Any]) -> None:
-        s.emitted_hi = If(ok, Max(s.emitted_hi, closed), s.emitted_hi)
+        e = s.epoch[ORIGIN]
+        s.emitted_hi[e] = If(ok, Max(s.emitted_hi[e], closed), s.emitted_hi[e])
         for j in range(2, S + 1):
-            s.lcovered[j] = Or(s.lcovered[j], And(ok, sent[0] != -1, sent[0] >= s.llai[j]))
+            s.lcovered[j] = Or(s.lcovered[j], And(ok, e == s.lepoch[0][j - 1], sent[0] != -1,
+                                                  sent[0] >= s.llai[0][j]))
 
     v.on_close.append(on_close)
 
@@ -74,6 +79,7 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
             require(Not(s.live))
             s.live = True
 
+    if v.failures and v.restarts:
         @m.action()
         def restart(s):
             """n1 restarts: it comes back in a new epoch."""
@@ -83,12 +89,12 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
             s.full_next = True  # a restarted sender starts over at sequence 0
 
     def new_lease(s: Any, x: int, start: Any, kind: Any) -> Any:
-        j = s.lcount + 1
-        s.lholder[j] = x
-        s.lepoch[j] = s.epoch[x]
-        s.lstart[j] = start
-        s.lkind[j] = kind
-        s.lcount = j
+        j = s.lcount[0] + 1
+        s.lholder[0][j] = x
+        s.lepoch[0][j] = s.epoch[x]
+        s.lstart[0][j] = start
+        s.lkind[0][j] = kind
+        s.lcount[0] = j
         return j
 
     if C and v.failures:
@@ -96,55 +102,58 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
         def takeover(s, x):
             """Node x increments n1's epoch (n1's liveness lapsed) and takes over its
             lease non-cooperatively, starting now."""
-            require(s.lcount < S)
-            require(And(s.lholder[s.lcount] == ORIGIN, Not(s.live),
-                        s.lepoch[s.lcount] == s.epoch[ORIGIN], s.epoch[ORIGIN] < E))
+            j = s.lcount[0]
+            require(j < S)
+            require(And(s.lholder[0][j] == ORIGIN, Not(s.live),
+                        s.lepoch[0][j] == s.epoch[ORIGIN], s.epoch[ORIGIN] < E))
             s.epoch[ORIGIN] = s.epoch[ORIGIN] + 1
             new_lease(s, x, s.now, LeaseKind.takeover)
 
     bypass = v.mutated("TransferStartBelowClosed")
-    if C:
+    if C and v.transfers:
         @m.action(x=range(1, N), c=range(1, v.max_ts + 1))
         def transfer(s, x, c):
             """n1 transfers its lease to x, evaluated at ts c: tracked by the MPT (forced
             above next), given an LAI and released into the MLAI map."""
-            require(s.lcount < S)
-            require(holds_lease(s, ORIGIN))
-            require(s.assigned_lai < v.lai_hi)
+            require(s.lcount[0] < S)
+            require(holds_lease(s, 0, ORIGIN))
+            require(s.assigned_lai[0] < v.lai_hi)
             epoch = s.epoch[ORIGIN]
             start = c if bypass else Max(c, s.mpt_next + 1)
-            s.assigned_lai = s.assigned_lai + 1
+            s.assigned_lai[0] = s.assigned_lai[0] + 1
             j = new_lease(s, x, start, LeaseKind.transfer)
-            s.llai[j] = s.assigned_lai
+            s.llai[0][j] = s.assigned_lai[0]
             if not bypass:
-                mpt.track_and_release(s, v, epoch, 0, s.assigned_lai)
+                mpt.track_and_release(s, v, epoch, 0, s.assigned_lai[0])
 
+    if C:
         @m.action(j=range(2, S + 1))
         def append_lease(s, j):
-            """Raft appends lease command j."""
-            require(And(j <= s.lcount, Not(s.lappended[j]), s.loglen < ctx.log_len))
-            s.log[s.loglen] = W + j - 2
-            s.loglen = s.loglen + 1
-            s.lappended[j] = True
+            """Raft appends lease command j of range 1."""
+            require(And(j <= s.lcount[0], Not(s.lappended[0][j]), s.loglen[0] < ctx.log_len))
+            s.log[0][s.loglen[0]] = P + j - 2
+            s.loglen[0] = s.loglen[0] + 1
+            s.lappended[0][j] = True
 
-    def apply_lease(s: Any, n: int, j: Any, active: Any, lai_check: bool) -> Any:
-        """Replica n applies lease command j when `active`: it builds on the replica's
-        lease, and a transfer's LAI is new. The new holder continues the LAIs."""
-        transfer = s.lkind[j] == LeaseKind.transfer
-        ok = And(active, s.lseq[n] == j - 1, Or(Not(transfer), s.llai[j] > s.lai[n]))
-        s.lseq[n] = If(ok, j, s.lseq[n])
-        s.lai[n] = If(And(ok, transfer), s.llai[j], s.lai[n])
-        s.assigned_lai = If(And(ok, s.lholder[j] == n), s.lai[n], s.assigned_lai)
+    def apply_lease(s: Any, g: int, n: int, j: Any, active: Any, lai_check: bool) -> Any:
+        """Replica (g, n) applies lease command j when `active`: it builds on the
+        replica's lease, and a transfer's LAI is new. The new holder continues the LAIs."""
+        transfer = s.lkind[g][j] == LeaseKind.transfer
+        ok = And(active, s.lseq[g][n] == j - 1, Or(Not(transfer), s.llai[g][j] > s.lai[g][n]))
+        s.lseq[g][n] = If(ok, j, s.lseq[g][n])
+        s.lai[g][n] = If(And(ok, transfer), s.llai[g][j], s.lai[g][n])
+        s.assigned_lai[g] = If(And(ok, s.lholder[g][j] == n), s.lai[g][n], s.assigned_lai[g])
         return ok
 
     ctx.hooks["apply_lease"] = apply_lease
 
     def TransferStartsAboveClosed(s):  # noqa: N802 - property names are CamelCase
-        """V4: a transfer's lease starts above every closed ts n1 sent without the
-        transfer's LAI in the MLAI map (RFC "Implied guarantees")."""
+        """V4: a transfer's lease starts above every closed ts n1 sent, in the epoch of
+        the lease it replaces, without the transfer's LAI in the MLAI map (RFC "Implied
+        guarantees"; updates of other epochs are never used under that lease)."""
         return ForAll(range(2, S + 1), lambda j: Implies(
-            And(j <= s.lcount, s.lkind[j] == LeaseKind.transfer, Not(s.lcovered[j])),
-            s.lstart[j] > s.emitted_hi))
+            And(j <= s.lcount[0], s.lkind[0][j] == LeaseKind.transfer, Not(s.lcovered[j])),
+            s.lstart[0][j] > s.emitted_hi[s.lepoch[0][j - 1]]))
 
     if C:
         m.invariant(TransferStartsAboveClosed)

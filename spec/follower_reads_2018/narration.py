@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from spec.log_driven.narration import narrate as narrate_raft
-from spec.log_driven.parts import node_name
+from spec.log_driven.parts import node_name, range_name
 
 
 def _v(x: int) -> str:
@@ -17,8 +17,7 @@ def _v(x: int) -> str:
 
 
 def _mlais(values: list[int]) -> str:
-    shown = [f"g:{x}" if len(values) == 1 else f"g{r + 1}:{x}"
-             for r, x in enumerate(values) if x >= 0]
+    shown = [f"{range_name(r)}:{x}" for r, x in enumerate(values) if x >= 0]
     return "{" + ", ".join(shown) + "}"
 
 
@@ -38,7 +37,8 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "evaluate":
         h = params["h"]
         tracked = " (tracked by n1's MPT, forced above next)" if h == 0 else ""
-        return (f"{node_name(h)} evaluates w{w + 1}: writes {params['k']} at "
+        return (f"{node_name(h)} evaluates w{w + 1} on {range_name(params['g'])}: writes "
+                f"{params['k']} at "
                 f"{after['wts'][w]} (client ts {params['c']}){tracked}; {_mpt(after)}")
     if action == "propose":
         return (f"w{w + 1} gets LAI {after['wlai'][w]} and is proposed"
@@ -72,26 +72,36 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
                 "restart": "n1 restarts"}[action]
         return f"{what} (epoch {after['epoch'][0]})"
     if action in ("takeover", "transfer"):
-        j = after["lcount"]
+        j = after["lcount"][0]
         x = node_name(params["x"])
+        lease = f"lease #{j} from {after['lstart'][0][j]} (epoch {after['lepoch'][0][j]})"
         if action == "takeover":
-            return (f"{x} increments n1's epoch to {after['epoch'][0]} and takes the lease "
-                    f"over: lease #{j} from {after['lstart'][j]} (epoch {after['lepoch'][j]})")
-        return (f"n1 transfers the lease to {x}: lease #{j} from {after['lstart'][j]} "
-                f"(epoch {after['lepoch'][j]}) at LAI {after['llai'][j]}; {_mpt(after)}")
+            return f"{x} increments n1's epoch to {after['epoch'][0]} and takes over: {lease}"
+        return (f"n1 transfers r1's lease to {x}: {lease} at LAI {after['llai'][0][j]}; "
+                f"{_mpt(after)}")
     if action == "append_lease":
-        return f"Raft appends lease #{params['j']} at log index {before['loglen']}"
-    if action == "apply" and before["log"][before["applied"][n]] >= len(before["wlai"]):
-        j = before["log"][before["applied"][n]] - len(before["wlai"]) + 2
-        took = after["lseq"][n] != before["lseq"][n]
-        return (f"{node_name(n)} applies lease #{j}: "
-                + (f"now sees lease holder {node_name(after['lholder'][j])}, LAI "
-                   f"{after['lai'][n]}" if took else "rejected"))
+        return f"Raft appends lease #{params['j']} at log index {before['loglen'][0]}"
+    g = params.get("g", 0)
+    if action == "apply" and before["log"][g][before["applied"][g][n]] >= len(before["wlai"]):
+        j = before["log"][g][before["applied"][g][n]] - len(before["wlai"]) + 2
+        took = after["lseq"][g][n] != before["lseq"][g][n]
+        return (f"{node_name(n)} applies lease #{j} of {range_name(g)}: "
+                + (f"now sees holder {node_name(after['lholder'][g][j])}, LAI "
+                   f"{after['lai'][g][n]}" if took else "rejected"))
     if action == "read":
-        i, t = params["i"], params["t"]
-        return (f"{node_name(n)} serves a follower read of {params['k']}@{t} (n1's closed "
-                f"{before['rc_closed'][n]}, MLAI {_mlais(before['rc_mlai'][n])}, its LAI "
-                f"{before['lai'][n]}), seeing log[0..{after['rlen'][i]})")
+        t = params["t"]
+        seen = [f"w{w + 1}" for w, x in enumerate(after["robs"][params["i"]]) if x]
+        return (f"{node_name(n)} serves a follower read of {params['k']}@{t} on "
+                f"{range_name(g)} (n1's closed {before['rc_closed'][n]}, MLAIs "
+                f"{_mlais(before['rc_mlai'][n])}, its LAI {before['lai'][g][n]}), seeing "
+                f"{', '.join(seen) or 'no write'}")
+    if action == "split":
+        return f"n1 splits r1 (LAI {after['wlai'][-1]}) and feeds its MPT r2's LAI; {_mpt(after)}"
+    if action == "subsume":
+        return (f"n1 subsumes r2 at LAI {after['merge_lai']}: r2 is frozen; closed ts "
+                f"returned {after['merge_closed']}; {_mpt(after)}")
+    if action == "merge":
+        return f"{node_name(params['h'])} proposes the merge at r1's LAI {after['wlai'][-1]}"
     if action == "renumber":
         return "every LAI or sequence number moves down by one (window)"
     if action == "truncate":

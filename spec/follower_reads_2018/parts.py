@@ -36,13 +36,24 @@ class V1:
     max_seq: int
     max_ts: int
     target: int
-    lai_hi: int
+    lai_hi: int  # largest LAI a range assigns (MLAIs go one higher: a subsumed range)
     muts: frozenset[str]
     window: bool = False
     failures: bool = True
     keep_previous: bool = False
+    losses: bool = True
+    transfers: bool = True
+    restarts: bool = True
+    mlai_requests: bool = True
     # called as hook(s, ok, closed, sent_mlais) when n1's periodic close runs
     on_close: list[Callable] = field(default_factory=list)
+    # hook(s, g) -> whether range g accepts writes now; hook(s, g, k) -> a write floor
+    may_write: list[Callable] = field(default_factory=list)
+    write_floor: list[Callable] = field(default_factory=list)
+    # hook(s, g, n) -> a closed ts replica (g, n) may serve whatever n1 sent (a split)
+    initial_closed: list[Callable] = field(default_factory=list)
+    # hook(s, g, lai) -> the MLAI n1 publishes for range g given its LAI
+    publish: list[Callable] = field(default_factory=list)
     # values the window renumbers, by dimension: "ts", "lai", "seq"
     locs: dict[str, list[Loc]] = field(
         default_factory=lambda: {"ts": [], "lai": [], "seq": []})
@@ -55,11 +66,18 @@ class V1:
         self.locs[dim].append((read, write, live))
 
 
-def holds_lease(s: Any, node: int) -> Any:
-    """`node` holds the newest lease and has applied it; n1 must also be live in the
-    lease's epoch (epoch-based leases: "Reference-level explanation")."""
-    j = s.lcount
-    mine = And(s.lholder[j] == node, s.lseq[node] == j)
+def holds_lease(s: Any, g: int, node: int) -> Any:
+    """`node` holds range g's newest lease and has applied it; n1 must also be live in
+    the lease's epoch (epoch-based leases: "Reference-level explanation")."""
+    j = s.lcount[g]
+    mine = And(s.lholder[g][j] == node, s.lseq[g][node] == j)
     if node != ORIGIN:
         return mine
-    return And(mine, s.live, s.lepoch[j] == s.epoch[ORIGIN])
+    return And(mine, s.live, s.lepoch[g][j] == s.epoch[ORIGIN])
+
+
+def rng(s: Any, ctx: Any, w: int) -> Any:
+    """The range of proposal w (the split or merge command: range 0)."""
+    if ctx.ranges == 1 or w >= ctx.writes:
+        return 0
+    return s.wrng[w]

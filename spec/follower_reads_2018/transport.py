@@ -27,17 +27,19 @@ from typing import Any
 
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Not, Or, require
 from spec.follower_reads_2018 import mpt
-from spec.follower_reads_2018.parts import NONE, ORIGIN, V1, holds_lease
+from spec.follower_reads_2018.parts import NONE, ORIGIN, V1, holds_lease, rng
 from spec.log_driven.parts import WPhase
 
 
-def add(m: Any, v: V1) -> None:
+def add(m: Any, ctx: Any, v: V1) -> None:
     N, R, E, Q = v.nodes, v.ranges, v.epochs, v.max_seq
-    ts_hi, lai = v.max_ts + 1, Int(NONE, v.lai_hi)
+    ts_hi, lai = v.max_ts + 1, Int(NONE, v.lai_hi + 1)  # LAI + 1: a subsumed range
     m.var("ct_seq", Int(NONE, Q), init=NONE, doc="n1: sequence number of its last update")
     m.var("ct_closed", Int(NONE, ts_hi), init=NONE, doc="n1: closed ts of its last update")
     m.var("ct_epoch", Int(0, E), init=0, doc="n1: epoch of its last update (0: none)")
     m.var("full_next", Bool(), init=True, doc="n1: the next update is a full one (seq 0)")
+    m.var("ct_sent", Bool(), init=False,
+          doc="n1: flips with every update it sends (so a property can see the event)")
     m.var("requested", Array(Bool(), R), init=False, doc="n1: a receiver asked for an MLAI")
     m.var("cum", Array(lai, R), init=NONE, ghost=True,
           doc="n1: highest MLAI sent per range in its current epoch")
@@ -65,14 +67,18 @@ def add(m: Any, v: V1) -> None:
         """n1's periodic loop: `Close(now - target, epoch)`; a success goes to every peer."""
         require(s.live)
         require(s.mpt_next < s.now - v.target)  # otherwise there is nothing to close
+        if v.window:  # window models: a reliable transport (see window.py)
+            require(And(*[Not(s.msg[n]) for n in range(1, N)]))
         epoch = s.epoch[ORIGIN]
         closed = s.mpt_next
         ok, delta = mpt.close(s, v, s.now - v.target, epoch, v.writes)
         full = s.full_next
         seq = If(full, 0, s.ct_seq + 1)
         require(Implies(ok, seq <= Q))
-        holds = holds_lease(s, ORIGIN)
-        sent = [If(And(full, holds), Max(delta[r], s.assigned_lai), delta[r]) for r in range(R)]
+        # seq 0 carries an MLAI for every range whose lease n1 holds ("Initial catch-up")
+        sent = [If(And(full, holds_lease(s, r, ORIGIN)),
+                   Max(delta[r], publish(s, v, r, s.assigned_lai[r])), delta[r])
+                for r in range(R)]
         restart = Or(full, s.ct_epoch != epoch)  # cum: since the last full update, per epoch
         for r in range(R):
             s.cum[r] = If(ok, Max(If(restart, NONE, s.cum[r]), sent[r]), s.cum[r])
@@ -80,6 +86,7 @@ def add(m: Any, v: V1) -> None:
         s.ct_closed = If(ok, closed, s.ct_closed)
         s.ct_epoch = If(ok, epoch, s.ct_epoch)
         s.full_next = If(ok, False, s.full_next)
+        s.ct_sent = If(ok, Not(s.ct_sent), s.ct_sent)
         for n in range(1, N):
             s.msg[n] = Or(s.msg[n], ok)
             s.msg_epoch[n] = If(ok, epoch, s.msg_epoch[n])
@@ -91,11 +98,12 @@ def add(m: Any, v: V1) -> None:
         for hook in v.on_close:
             hook(s, ok, closed, sent)
 
-    @m.action(n=range(1, N))
-    def lose(s, n):
-        """The network drops the update on its way to node n."""
-        require(s.msg[n])
-        s.msg[n] = False
+    if v.losses:
+        @m.action(n=range(1, N))
+        def lose(s, n):
+            """The network drops the update on its way to node n."""
+            require(s.msg[n])
+            s.msg[n] = False
 
     ignore_epoch, no_gap_reset = v.mutated("IgnoreEpoch"), v.mutated("NoGapReset")
 
@@ -114,45 +122,49 @@ def add(m: Any, v: V1) -> None:
         gap = And(apply, Not(full), s.msg_seq[n] != If(reset, 0, s.rc_seq[n] + 1))
         clear = Or(reset, full, gap) if not no_gap_reset else Or(reset, full)
         usable = Not(gap) if not no_gap_reset else True
-        if v.keep_previous:
-            s.rc_prev_closed[n] = If(apply, If(reset, NONE, s.rc_closed[n]),
-                                     s.rc_prev_closed[n])
+        raised = []
         for r in range(R):
             old = s.rc_mlai[n][r]
-            if v.keep_previous:
-                s.rc_prev_mlai[n][r] = If(apply, If(reset, NONE, old), s.rc_prev_mlai[n][r])
             kept = If(clear, NONE, old)
             # "the client tracks the maximum seen" (RFC, Min proposal tracker walk-through)
             merged = If(usable, Max(kept, s.msg_mlai[n][r]), kept)
+            raised.append(And(apply, merged != old))
+            if v.keep_previous:  # the pair whose MLAI this update overwrites is kept
+                s.rc_prev_mlai[n][r] = If(raised[-1], If(reset, NONE, old),
+                                          s.rc_prev_mlai[n][r])
             s.rc_mlai[n][r] = If(apply, merged, old)
             s.rc_cum[n][r] = If(apply, If(usable, s.msg_cum[n][r], NONE), s.rc_cum[n][r])
+        if v.keep_previous:
+            s.rc_prev_closed[n] = If(Or(*raised), If(reset, NONE, s.rc_closed[n]),
+                                     s.rc_prev_closed[n])
         s.rc_epoch[n] = If(apply, e, s.rc_epoch[n])
         s.rc_seq[n] = If(apply, s.msg_seq[n], s.rc_seq[n])
         s.rc_closed[n] = If(apply, s.msg_closed[n], s.rc_closed[n])
         # "the recipient notifies the sender and it resets its sequence number to zero"
         s.full_next = Or(s.full_next, gap)
 
-    @m.action(n=range(1, N), r=range(R))
-    def request_mlai(s, n, r):
-        """Node n has n1's state but no MLAI for range r: it asks n1 for one."""
-        require(And(s.rc_epoch[n] != 0, s.rc_mlai[n][r] == NONE, Not(s.requested[r])))
-        s.requested[r] = True
+    if v.mlai_requests:
+        @m.action(n=range(1, N), r=range(R))
+        def request_mlai(s, n, r):
+            """Node n has n1's state but no MLAI for range r: it asks n1 for one."""
+            require(And(s.rc_epoch[n] != 0, s.rc_mlai[n][r] == NONE, Not(s.requested[r])))
+            s.requested[r] = True
 
-    pollution = v.mutated("EpochPollution")
+        pollution = v.mutated("EpochPollution")
 
-    @m.action(r=range(R))
-    def refresh(s, r):
-        """n1 answers a request (`EmitMLAI`): if it holds range r's lease, it feeds the
-        MPT the range's LAI under its own epoch; otherwise it drops the request."""
-        require(s.requested[r])
-        s.requested[r] = False
-        if pollution:  # #48553: the applied lease's epoch, whoever holds the lease
-            when, epoch = True, s.lepoch[s.lseq[ORIGIN]]
-        else:
-            when, epoch = holds_lease(s, ORIGIN), s.epoch[ORIGIN]
-        lai = Max(s.assigned_lai, s.lai[ORIGIN])
-        s.right_ref = If(when, s.right_ref + 1, s.right_ref)
-        mpt.release(s, v, False, epoch, r, lai, when=when)
+        @m.action(r=range(R))
+        def refresh(s, r):
+            """n1 answers a request (`EmitMLAI`): if it holds range r's lease, it feeds the
+            MPT the range's LAI under its own epoch; otherwise it drops the request."""
+            require(s.requested[r])
+            s.requested[r] = False
+            if pollution:  # #48553: the applied lease's epoch, whoever holds the lease
+                when, epoch = True, s.lepoch[r][s.lseq[r][ORIGIN]]
+            else:
+                when, epoch = holds_lease(s, r, ORIGIN), s.epoch[ORIGIN]
+            lai = publish(s, v, r, Max(s.assigned_lai[r], s.lai[r][ORIGIN]))
+            s.right_ref = If(when, s.right_ref + 1, s.right_ref)
+            mpt.release(s, v, False, epoch, r, lai, when=when)
 
     def MLAIKnowledgeScoped(s):  # noqa: N802 - property names are CamelCase
         """V1: a receiver's MLAI for a range is the highest n1 sent for it since its
@@ -167,17 +179,25 @@ def add(m: Any, v: V1) -> None:
         """V2: every write n1 tracked in epoch e at a ts at or below a receiver's
         closed ts for epoch e is proposed, with an LAI at or below the receiver's
         MLAI for its range (when it has one)."""
+        def covered(n: int, w: int) -> Any:
+            return And(*[Implies(rng(s, ctx, w) == g, Or(
+                s.rc_mlai[n][g] == NONE, s.wlai[w] <= s.rc_mlai[n][g])) for g in range(R)])
         return ForAll([(n, w) for n in range(1, N) for w in range(v.writes)],
                       lambda nw: Implies(
                           And(s.rc_epoch[nw[0]] != 0, s.wepoch[nw[1]] == s.rc_epoch[nw[0]],
                               s.wphase[nw[1]] != WPhase.idle, s.worigin[nw[1]],
                               s.wts[nw[1]] <= s.rc_closed[nw[0]]),
-                          And(s.wphase[nw[1]] == WPhase.flushed, Or(
-                              s.rc_mlai[nw[0]][0] == NONE,
-                              s.wlai[nw[1]] <= s.rc_mlai[nw[0]][0]))))
+                          And(s.wphase[nw[1]] == WPhase.flushed, covered(*nw))))
 
     m.invariant(MLAIKnowledgeScoped)
     m.invariant(MLAICoversWrites)
+
+
+def publish(s: Any, v: V1, g: int, lai: Any) -> Any:
+    """The MLAI n1 publishes for range g at LAI `lai` (a subsumed range: `lai + 1`)."""
+    for hook in v.publish:
+        lai = hook(s, g, lai)
+    return lai
 
 
 def _register(v: V1) -> None:

@@ -15,7 +15,9 @@ such state would be a counterexample (`docs/decisions/0006-liveness.md`). With
 
 Renumbering by one preserves every comparison the protocol makes; saturation keeps
 only the old value's order below everything live. The window models check liveness
-only (no reads, no ghost-history invariants).
+only (no reads, no ghost-history invariants), and their transport is reliable: n1
+sends an update only once the previous one was delivered, so every receiver's
+sequence number stays within one of n1's and renumbering them is exact.
 """
 
 from __future__ import annotations
@@ -51,13 +53,14 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
     if not v.window:
         return
     for n in range(N):
-        v.register("lai", lambda s, n=n: s.lai[n], lambda s, x, n=n: s.lai.__setitem__(n, x))
+        v.register("lai", lambda s, n=n: s.lai[0][n],
+                   lambda s, x, n=n: s.lai[0].__setitem__(n, x))
 
     @m.action()
     def renumber(s):
         """Every live LAI (or sequence number) moves down by one, so the leaseholder
         (or n1's sender) can go on: the differences are all that matter."""
-        lai_full = s.assigned_lai == v.lai_hi
+        lai_full = s.assigned_lai[0] == v.lai_hi
         seq_full = s.ct_seq == v.max_seq
         lai = And(lai_full, _all_positive(s, v.locs["lai"]))
         seq = And(seq_full, _all_positive(s, v.locs["seq"]))
@@ -73,9 +76,9 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
     def truncate(s):
         """Every replica applied the first log entry: Raft truncates it, and the write
         slot it held becomes free."""
-        require(s.loglen > 0)
-        require(ForAll(range(N), lambda n: s.applied[n] > 0))
-        first = s.log[0]
+        require(s.loglen[0] > 0)
+        require(ForAll(range(N), lambda n: s.applied[0][n] > 0))
+        first = s.log[0][0]
         require(first < W)
         for w in range(W):
             gone = first == w
@@ -89,10 +92,11 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
             s.wleft[w] = If(gone, False, s.wleft[w])
             s.appended[w] = If(gone, 0, s.appended[w])
             s.accepted[w] = If(gone, False, s.accepted[w])
-            s.wpos[w] = If(gone, 0, Max(s.wpos[w] - 1, 0))
+            for n in range(N):
+                s.has[n][w] = If(gone, False, s.has[n][w])
         for i in range(L - 1):
-            s.log[i] = s.log[i + 1]
-        s.log[L - 1] = 0
-        s.loglen = s.loglen - 1
+            s.log[0][i] = s.log[0][i + 1]
+        s.log[0][L - 1] = 0
+        s.loglen[0] = s.loglen[0] - 1
         for n in range(N):
-            s.applied[n] = s.applied[n] - 1
+            s.applied[0][n] = s.applied[0][n] - 1
