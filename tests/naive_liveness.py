@@ -61,7 +61,14 @@ def naive_liveness(machine: Machine, prop: LivenessProperty) -> int | None:
         for a, t in reduced(s):
             preds[t].append((a, s))
 
+    memo: dict[State, bool] = {}
+
     def bad(s: State) -> bool:
+        if s not in memo:
+            memo[s] = is_bad(s)
+        return memo[s]
+
+    def is_bad(s: State) -> bool:
         if not any(enabled(s, a) for a in prop.fair):
             return True
         comp = reach(s, reduced) & reach(s, lambda x: preds[x])

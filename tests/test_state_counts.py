@@ -72,14 +72,16 @@ def _model(path: Path) -> tuple[Machine, dict[str, Any]]:
     machine = spec.instantiate(data.get("params", {}), data.get("mutations", []), str(path))
     wanted = data.get("invariants") or []
     if wanted:
-        known = {p.name for p in machine.invariants + machine.step_invariants}
+        known = {p.name for p in machine.invariants + machine.step_invariants
+                 + machine.liveness}
         unknown = sorted(set(wanted) - known)
         assert not unknown, f"{path.name}: unknown invariants {unknown}"
         machine = dataclasses.replace(
             machine,
             invariants=[p for p in machine.invariants if p.name in wanted],
             step_invariants=[p for p in machine.step_invariants if p.name in wanted],
-            lemmas=[p for p in machine.lemmas if p.name in wanted])
+            lemmas=[p for p in machine.lemmas if p.name in wanted],
+            liveness=[p for p in machine.liveness if p.name in wanted])
     return machine, data
 
 
@@ -193,6 +195,7 @@ def _assert_replays(machine: Machine, states: list) -> None:
 # --- the tracker's models: naive BFS, expectations, and the engine ---------------------
 
 NAIVE_LIMIT = 20_000  # states: the naive oracle runs at a few thousand states per second
+NAIVE_LIVENESS_LIMIT = 5_000  # the naive liveness oracle is quadratic in the states
 
 
 @cache
@@ -223,6 +226,17 @@ def test_naive_meets_model_expectation(path):
     got = _naive(path, machine, deadlock=engine.get("deadlock", True),
                  max_depth=engine.get("max_depth") or None)
     expect = data["expect"]
+    if machine.liveness:  # safety holds; the naive liveness oracle gives the verdict
+        assert got.violation is None, path.name
+        from tests.naive_liveness import naive_liveness
+
+        if got.distinct > NAIVE_LIVENESS_LIMIT:
+            pytest.skip(f"{got.distinct:,} states: beyond the naive liveness oracle's "
+                        f"{NAIVE_LIVENESS_LIMIT:,}")
+        violated = [p.name for p in machine.liveness if naive_liveness(machine, p) is not None]
+        got_outcome = f"violates {violated[0]}" if violated else "holds"
+        assert got_outcome == expect["outcome"], path.name
+        return
     assert got.outcome == expect["outcome"], path.name
     if "states" in expect and got.violation is None:
         assert got.distinct == expect["states"], path.name
