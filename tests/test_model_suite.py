@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from checker.engines.bfs import BfsOptions, check
+from checker.engines.liveness import check_liveness
 from checker.models import build_machine, list_models, load_model, outcome_matches
 from checker.traces.itf import write_trace
 from checker.traces.replay import check_trace
@@ -29,6 +30,8 @@ def test_model_meets_its_expectation(path: Path, tmp_path: Path):
     options = BfsOptions(max_depth=model.engine["max_depth"] or None,
                          deadlock=model.engine["deadlock"])
     result = check(machine, options)
+    if machine.liveness and result.outcome == "holds" and result.complete:
+        result = check_liveness(machine, result)
     assert outcome_matches(model, result), (model.expect_outcome, result.expectation)
     if model.expect_states is not None:
         assert result.stats["distinct_states"] == model.expect_states
