@@ -301,6 +301,55 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
     return _report_proof(model, machine, result, trace_out, as_json)
 
 
+@main.command("infer")
+@click.argument("model_arg", metavar="MODEL")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              callback=_parse_sets, help="Override a model parameter (repeatable).")
+@click.option("--max-states", type=click.IntRange(min=1), default=2_000_000,
+              show_default=True, help="Filter by every reachable state (BFS) up to this many; "
+                                      "beyond it, by random walks.")
+@click.option("--walks", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Random walks when the model is too big to exhaust.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
+@_timeout_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.pass_obj
+def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_states: int,
+              walks: int, seed: int, timeout: float | None, as_json: bool, quiet: bool) -> int:
+    """Propose lemmas for MODEL: template predicates over its variables, kept if every
+    reachable state satisfies them and they are mutually inductive (Houdini, Z3).
+    Prints them as spec source, and whether they prove the invariants (exit 0) or
+    not (exit 3)."""
+    from checker.engines.infer import InferOptions, as_source, infer
+
+    model, machine = _load(models_dir, model_arg, overrides)
+    try:
+        result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
+                                             timeout=timeout,
+                                             progress=None if quiet else _progress))
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted") from None
+    source = as_source(result.survivors)
+    if as_json:
+        click.echo(json.dumps({
+            "model": model.name, "params": machine.params, "candidates": result.candidates,
+            "true_in_states": result.after_states, "states": result.states,
+            "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
+            "proves": result.proves, "dropped": result.dropped_invariants,
+            "lemmas": [c.source for c in result.survivors], "stats": result.stats}, indent=2))
+    else:
+        click.echo(source, nl=False)
+        where = "sampled" if result.sampled else "reachable"
+        verdict = ("they prove every invariant (1-induction); these are the ones the proof "
+                   "needs" if result.proves else
+                   f"they do not prove {', '.join(result.dropped_invariants)}")
+        click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
+                   f"{result.states:,} {where} states; {len(result.survivors):,} shown after "
+                   f"{result.houdini_rounds} Houdini rounds; {verdict}")
+    return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
+
+
 def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path | None,
                   as_json: bool) -> int:
     from checker.engines.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
