@@ -71,7 +71,8 @@ def bmc(machine: Machine, options: BmcOptions) -> CheckResult:
         if options.progress:
             options.progress(f"depth {k:>3} | {seconds:8.2f} s | {answer}")
         if answer == z3.sat:
-            return _counterexample(u, solver.model(), k, options.deadlock, per_depth, started)
+            model = u.canonical(solver, k)
+            return _counterexample(u, model, k, options.deadlock, per_depth, started)
         if answer == z3.unknown:
             return _unknown(per_depth, started, f"solver answered unknown at depth {k} "
                                                 f"({solver.reason_unknown()})")

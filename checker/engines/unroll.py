@@ -77,12 +77,16 @@ class Unrolling:
         return self.states[i]
 
     # --- states ------------------------------------------------------------------
-    def init(self, i: int = 0) -> z3.BoolRef:
-        """s_i is one of the initial states that satisfy the constraints."""
+    def init(self, i: int = 0, upto: int | None = None) -> z3.BoolRef:
+        """s_i is one of the initial states that satisfy the constraints (the first
+        `upto + 1` of them, if given)."""
         s = self.state(i)
         inits = [x for x in self.machine.init_states if self.scalar.within_constraints(x)]
         return z3.Or([z3.And([self._eq(v, x) for v, x in zip(s, st, strict=True)])
-                      for st in inits])
+                      for st in inits[:None if upto is None else upto + 1]])
+
+    def n_inits(self) -> int:
+        return sum(1 for x in self.machine.init_states if self.scalar.within_constraints(x))
 
     def admissible(self, i: int) -> z3.BoolRef:
         """s_i is within its types and satisfies the constraints (explored at all)."""
@@ -90,10 +94,41 @@ class Unrolling:
         cons = [self._holds(p.expr, s) for p in self.machine.constraints]
         return z3.And(self.enc.domain(s), *cons)
 
-    def step(self, i: int) -> z3.BoolRef:
-        """Some action instance leads from s_i to s_{i+1} (with frame conditions)."""
+    def step(self, i: int, upto: int | None = None) -> z3.BoolRef:
+        """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}."""
         before, after = self.state(i), self.state(i + 1)
-        return z3.Or([self.enc.transition(a, before, after) for a in self.machine.actions])
+        actions = self.machine.actions[:None if upto is None else upto + 1]
+        return z3.Or([self.enc.transition(a, before, after) for a in actions])
+
+    def canonical(self, solver: z3.Solver, k: int) -> z3.ModelRef:
+        """Of the paths of length k the solver admits (it must answer sat), the one with
+        the smallest (initial state, action ids) in lexicographic order. Z3's own choice
+        depends on everything the process asked it before; this one does not, and a
+        path is fixed by its initial state and actions. Binary search per position."""
+        solver.push()
+        choices = [(lambda upto: self.init(0, upto), self.n_inits())]
+        choices += [((lambda upto, i=i: self.step(i, upto)), len(self.machine.actions))
+                    for i in range(k)]
+        for constrain, n in choices:
+            lo, hi = 0, n - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                solver.push()
+                solver.add(constrain(mid))
+                answer = solver.check()
+                solver.pop()
+                if answer == z3.sat:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo else z3.BoolVal(True))
+        answer = solver.check()
+        model = solver.model() if answer == z3.sat else None
+        solver.pop()
+        if model is None:
+            raise DecodeError("the solver lost the counterexample while choosing the "
+                              "canonical one (a timeout?)")
+        return model
 
     # --- properties ----------------------------------------------------------------
     def state_props(self) -> list[Property]:
