@@ -201,6 +201,11 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
         _print_header(model, machine, engine)
     try:
         result = run_engine(machine, options)
+        if engine_name == "bfs" and machine.liveness and result.outcome == "holds" \
+                and result.complete:
+            from checker.engines.liveness import check_liveness
+
+            result = check_liveness(machine, result)
     except KeyboardInterrupt:
         hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
@@ -540,6 +545,7 @@ def _print_coverage(console: Console, coverage: list[dict[str, Any]]) -> None:
 
 _VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
                     "step invariant {} violated", "deadlock": "deadlock",
+                    "liveness": "liveness property {} violated",
                     "error": "evaluation error"}
 
 
@@ -760,7 +766,7 @@ def _list_invariants(console: Console, spec: Spec) -> None:
         table.add_column(column, style="bold" if column == "name" else None)
     for kind, props in (("invariant", machine.invariants),
                         ("step invariant", machine.step_invariants),
-                        ("lemma", machine.lemmas)):
+                        ("lemma", machine.lemmas), ("liveness", machine.liveness)):
         for p in props:
             _add_row(table, p.name, kind, p.doc)
     console.print(table if table.row_count else f"spec {spec.name} declares no properties",

@@ -160,6 +160,10 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
 
     checked = run_bfs(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
                                           deadlock=model.engine["deadlock"]))
+    if machine.liveness and checked.outcome == "holds" and checked.complete:
+        from checker.engines.liveness import check_liveness
+
+        checked = check_liveness(machine, checked)
     result.got, result.complete = checked.expectation, checked.complete
     result.states = checked.stats.get("distinct_states")
     result.diameter = checked.stats.get("diameter")

@@ -154,8 +154,9 @@ def outcome_matches(model: Model, result: CheckResult) -> bool:
 
 
 def property_names(machine: Machine) -> list[str]:
-    """Names a model can select: invariants, step invariants and lemmas."""
-    return [p.name for p in machine.invariants + machine.step_invariants + machine.lemmas]
+    """Names a model can select: invariants, step invariants, lemmas and liveness."""
+    return [p.name for p in machine.invariants + machine.step_invariants + machine.lemmas
+            + machine.liveness]
 
 
 # --- helpers -----------------------------------------------------------------
@@ -236,6 +237,7 @@ def _select(machine: Machine, model: Model) -> Machine:
         invariants=[p for p in machine.invariants if p.name in chosen],
         step_invariants=[p for p in machine.step_invariants if p.name in chosen],
         lemmas=[p for p in machine.lemmas if p.name in chosen],
+        liveness=[p for p in machine.liveness if p.name in chosen],
     )
 
 

@@ -81,6 +81,23 @@ class Property:
     doc: str = ""
 
 
+@dataclass(frozen=True)
+class LivenessProperty:
+    """`trigger ~> goal` under weak fairness of the `fair` action instances.
+
+    From every reachable state satisfying `trigger`, every fair behaviour reaches
+    a state satisfying `goal` (`goal_is_step`: takes a transition satisfying the
+    predicate over (before, after)). See `checker/engines/liveness.py`.
+    """
+
+    name: str
+    trigger: Expr
+    goal: Expr
+    goal_is_step: bool
+    fair: tuple[int, ...]  # ids of the weakly fair action instances
+    doc: str = ""
+
+
 @dataclass
 class Machine:
     spec_name: str
@@ -95,6 +112,7 @@ class Machine:
     constraints: list[Property]
     lemmas: list[Property] = field(default_factory=list)
     narrator: Any = None
+    liveness: list[LivenessProperty] = field(default_factory=list)
     spec_ref: str = ""  # "module:attribute" of the Spec, so traces can find it again
 
     @property

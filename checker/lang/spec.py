@@ -22,6 +22,7 @@ sequential semantics: a read after an assignment sees the new value.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import sys
@@ -33,7 +34,15 @@ from typing import Any
 from checker.errors import CheckerError, ModelError, SpecError
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr, lift
-from checker.lang.machine import ActionInstance, Machine, Property, Slot, VarInfo, param_text
+from checker.lang.machine import (
+    ActionInstance,
+    LivenessProperty,
+    Machine,
+    Property,
+    Slot,
+    VarInfo,
+    param_text,
+)
 from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
 
 _CHECKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -417,6 +426,7 @@ class ModelBuilder:
         self._props: dict[str, list[tuple[str, Callable, str]]] = {
             "invariant": [], "step": [], "constraint": [], "lemma": []}
         self._names: set[str] = set()
+        self._liveness: list[tuple[str, Callable, Callable, tuple[str, ...], str]] = []
         self.narrator: Any = None
 
     def mutated(self, name: str) -> bool:
@@ -474,6 +484,16 @@ class ModelBuilder:
     def lemma(self, fn: Callable) -> Callable:
         """An auxiliary invariant for inductive proofs (also checked like an invariant)."""
         return self._prop("lemma", fn)
+
+    def liveness(self, name: str, trigger: Callable, goal: Callable, *,
+                 fair: Iterable[str] = (), doc: str = "") -> None:
+        """`trigger ~> goal`: from every reachable state where trigger(s) holds, every
+        behaviour that is weakly fair to each instance of the `fair` actions reaches
+        goal(s), or takes a step where goal(before, after) holds (by goal's arity)."""
+        self._claim(name)
+        if isinstance(fair, str):
+            raise SpecError(f"liveness {name}: fair must be a list of action names")
+        self._liveness.append((name, trigger, goal, tuple(fair), doc))
 
     def narrate(self, fn: Callable) -> Callable:
         """Register fn(action, params, before, after) -> str for trace views."""
@@ -547,6 +567,7 @@ class ModelBuilder:
                         for n, fn, doc in items]
                  for kind, items in self._props.items()}
         return Machine(
+            liveness=self._liveness_props(actions),
             spec_name=self.spec.name,
             params=self.params.as_dict(),
             mutations=tuple(sorted(self.params.mutations)),
@@ -560,6 +581,22 @@ class ModelBuilder:
             lemmas=props["lemma"],
             narrator=self.narrator,
         )
+
+    def _liveness_props(self, actions: list[ActionInstance]) -> list[LivenessProperty]:
+        declared = {name for name, _, _ in self._actions}
+        out = []
+        for name, trigger, goal, fair, doc in self._liveness:
+            unknown = sorted(set(fair) - declared)
+            if unknown:
+                raise SpecError(f"liveness {name}: no action named {unknown[0]!r} to be fair to")
+            frames = len(inspect.signature(goal).parameters)
+            if frames not in (1, 2):
+                raise SpecError(f"liveness {name}: goal takes a state, or (before, after)")
+            out.append(LivenessProperty(
+                name, self._predicate(f"{name} (trigger)", trigger, 1),
+                self._predicate(f"{name} (goal)", goal, frames), frames == 2,
+                tuple(a.id for a in actions if a.name in fair), doc))
+        return out
 
     def _init_states(self) -> list[tuple[int, ...]]:
         defaults: list[Expr | None] = []

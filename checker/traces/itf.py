@@ -20,7 +20,7 @@ from checker.traces.trace import Trace
 FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 # keys of the top-level "#meta" that describe the spec; the rest is provenance
 SPEC_KEYS = ("format", "format-description", "spec", "spec_ref", "params", "mutations",
-             "violation")
+             "violation", "loop_action")
 _SAFE_INT = 2**53
 
 
@@ -70,8 +70,14 @@ def trace_to_itf(trace: Trace) -> dict[str, Any]:
                       "action": action.name if action is not None else None,
                       "params": action.params_json() if action is not None else {}}
         states.append({"#meta": state_meta, **machine.decode(state)})
-    return to_itf_value({"#meta": meta, "vars": [v.name for v in machine.vars],
-                         "states": states})
+    doc: dict[str, Any] = {"#meta": meta, "vars": [v.name for v in machine.vars],
+                           "states": states}
+    if trace.loop is not None:  # a lasso: the last state is followed by states[loop]
+        doc["loop"] = trace.loop
+        action = trace.loop_action
+        meta["loop_action"] = None if action is None else {
+            "action": action.name, "params": action.params_json()}
+    return to_itf_value(doc)
 
 
 def write_trace(trace: Trace, path: str | os.PathLike) -> None:
@@ -119,6 +125,10 @@ def check_itf(doc: Any, where: str) -> None:
     states = doc["states"]
     if not isinstance(states, list) or not states:
         raise TraceError(f"{where}: \"states\" is not a non-empty list")
+    loop = doc.get("loop")
+    if loop is not None and (isinstance(loop, bool) or not isinstance(loop, int)
+                             or not 0 <= loop < len(states)):
+        raise TraceError(f"{where}: \"loop\" is not the index of a state")
     for i, state in enumerate(states):
         if not isinstance(state, dict):
             raise TraceError(f"{where}: state {i} is not an object")

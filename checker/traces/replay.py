@@ -50,7 +50,28 @@ def load_trace(source: str | os.PathLike | dict[str, Any], machine: Machine | No
         except (EvalError, TraceError) as exc:
             raise TraceError(f"{where}: step {i}: {exc}") from None
     provenance = {k: v for k, v in meta.items() if k not in SPEC_KEYS}
-    return Trace(machine, states, actions, violation=violation, meta=provenance)
+    trace = Trace(machine, states, actions, violation=violation, meta=provenance)
+    if doc.get("loop") is not None:
+        _load_loop(trace, doc["loop"], meta.get("loop_action"), scalar, where)
+    return trace
+
+
+def _load_loop(trace: Trace, loop: int, step: Any, scalar: ScalarMachine, where: str) -> None:
+    """A lasso's closing step: the last state goes back to states[loop] through the
+    action `step` names, or (no action) stutters, which needs loop to be the last state."""
+    trace.loop = loop
+    last = len(trace.states) - 1
+    if step is None:
+        if loop != last:
+            raise TraceError(f"{where}: the loop has no closing action, so it must start "
+                             f"at the last state ({last}), not {loop}")
+        return
+    if not isinstance(step, dict):
+        raise TraceError(f"{where}: \"#meta\".loop_action is not an object")
+    try:
+        trace.loop_action = _replay_step(scalar, step, trace.states[last], trace.states[loop])
+    except (EvalError, TraceError) as exc:
+        raise TraceError(f"{where}: the step closing the loop: {exc}") from None
 
 
 def check_trace(source: str | os.PathLike | dict[str, Any],
@@ -59,7 +80,8 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
 
     Invariants (and lemmas) are checked at the last state and step invariants
     on the last step. A trace claiming a deadlock is confirmed by "Deadlock"
-    (no action enabled at its end), one claiming an evaluation error by
+    (no action enabled at its end), a lasso claiming a liveness violation by the
+    properties `confirm_lasso` finds it violates, one claiming an evaluation error by
     "EvalError" (its last state or step, its constraints or a step from it
     fail to evaluate).
     """
@@ -77,6 +99,10 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
             scalar.successors(last)
         elif kind == "deadlock" and not scalar.successors(last):
             found.append("Deadlock")
+        elif kind == "liveness":
+            from checker.engines.liveness import confirm_lasso
+
+            found += confirm_lasso(trace)
     except EvalError as exc:
         if kind != "error":
             raise TraceError(f"{_where(source)}: step {len(trace)}: {exc}") from None

@@ -21,6 +21,10 @@ class Trace:
     violation: dict[str, Any] = field(default_factory=dict)
     # free-form provenance: engine, model file, seed, ...
     meta: dict[str, Any] = field(default_factory=dict)
+    # a lasso (liveness counterexample): the last state is followed by states[loop],
+    # through `loop_action`, or by itself forever (stuttering) when loop_action is None
+    loop: int | None = None
+    loop_action: ActionInstance | None = None
 
     def __len__(self) -> int:
         """Number of steps (transitions)."""

@@ -64,9 +64,20 @@ def header_panel(trace: Trace) -> Panel:
     grid.add_row("mutations", Text(", ".join(machine.mutations) or "none"))
     grid.add_row("violation", violation_text(trace) or Text("none"))
     grid.add_row("steps", Text(str(len(trace))))
+    if trace.loop is not None:
+        grid.add_row("loop", loop_text(trace))
     for key, value in sorted(trace.meta.items()):
         grid.add_row(key, Text(str(value)))
     return Panel(grid, title=Text("Trace"), title_align="left")
+
+
+def loop_text(trace: Trace) -> Text:
+    """How a lasso goes on after its last state."""
+    if trace.loop_action is None:
+        return Text("the behaviour stays in this last state forever (no fair action is "
+                    "enabled)", style=VIOLATION)
+    return Text(f"{trace.loop_action.label} leads back to step {trace.loop}, and the loop "
+                f"repeats forever", style=VIOLATION)
 
 
 def violation_text(trace: Trace) -> Text | None:
@@ -108,6 +119,10 @@ def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
         table.add_row(Text(v.name + (" (ghost)" if v.ghost else "")), value,
                       style=GHOST if v.ghost else None)
     parts.append(table if table.row_count else Text("(no variable changed)", style="dim"))
+    if trace.loop is not None and i == trace.loop:
+        parts.append(Text("the loop starts here", style=VIOLATION))
+    if trace.loop is not None and i == len(trace):
+        parts.append(Text("then: ", style=VIOLATION) + loop_text(trace))
     violation = violation_text(trace) if i == len(trace) else None
     if violation is not None:
         parts.append(Text("violation: ", style=VIOLATION) + violation)

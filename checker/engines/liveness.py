@@ -1,0 +1,364 @@
+"""Liveness (`trigger ~> goal`) on the explored state graph, with weak fairness.
+
+A spec declares `m.liveness(name, trigger, goal, fair=[action names])`: from
+every reachable state where `trigger` holds, every behaviour reaches a state
+where `goal` holds (or, for a goal over (before, after), takes such a step).
+Behaviours are infinite, as in TLA+: a state may repeat forever (stuttering),
+so a state with no successor is a behaviour that stops there. Each *instance*
+of a named action is weakly fair (TLA+'s `\\A x: WF_vars(A(x))`): a behaviour
+that from some point on has it enabled in every state must take it.
+
+The check, on the whole reachable graph (built with the BFS kernel):
+1. drop goal states (state goals) or goal transitions (step goals);
+2. keep what is reachable from the trigger states that are not goal states;
+3. a counterexample is either a state there where no fair instance is enabled
+   (the behaviour stutters there fairly: a deadlock is the special case), or a
+   strongly connected component with an edge that is fair: each fair instance
+   is taken inside it or disabled at one of its states. Weak fairness is
+   monotone in the component, so whole components are enough.
+The reported lasso has the shortest stem (initial state to trigger state to the
+component) and a loop that visits what makes it fair; it is written as ITF
+with a `loop` index (`docs/decisions/0006-liveness.md`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from checker.backends.scalar import ScalarMachine, evaluate
+from checker.backends.vector import compile_batch, dtype_for
+from checker.engines.report import replay
+from checker.engines.result import HOLDS, VIOLATED, CheckResult, Violation
+from checker.engines.successors import Kernel
+from checker.errors import CheckerError
+from checker.lang.machine import LivenessProperty, Machine
+from checker.packing import U64
+from checker.traces.trace import Trace
+
+
+@dataclass
+class StateGraph:
+    """Every reachable state (packed words, in BFS order) and every transition."""
+
+    words: list[np.ndarray]
+    depth: np.ndarray  # BFS depth of each state
+    parent: np.ndarray  # canonical BFS parent (-1 for initial states)
+    parent_action: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    action: np.ndarray
+    init_states: list[tuple[int, ...]]
+
+    @property
+    def n(self) -> int:
+        return len(self.depth)
+
+
+def build_graph(machine: Machine, kernel: Kernel | None = None,
+                batch_size: int = 1 << 16) -> StateGraph:
+    """The reachable graph, level by level with the NumPy kernel; constraints prune."""
+    kernel = kernel or Kernel(machine)
+    layout, A = kernel.layout, kernel.n_actions
+    scalar = ScalarMachine(machine)
+    inits = list(dict.fromkeys(s for s in machine.init_states if scalar.within_constraints(s)))
+    if not inits:
+        raise CheckerError(f"spec {machine.spec_name}: no initial state satisfies the constraints")
+    packed = np.array([layout.pack(s) for s in inits], dtype=U64).reshape(len(inits), -1)
+    words = [packed[:, w].copy() for w in range(layout.n_words)]
+    fps = layout.fingerprints(words)
+    order = np.argsort(fps, kind="stable")
+    known_fp, known_id = fps[order], order.astype(np.int64)
+    all_words = [list([w]) for w in words]
+    depth = [np.zeros(len(inits), np.int64)]
+    parent = [np.full(len(inits), -1, np.int64)]
+    paction = [np.full(len(inits), -1, np.int64)]
+    src, dst, act = [], [], []
+    frontier, first, n = words, 0, len(inits)
+    level = 0
+    while len(frontier[0]):
+        gens, succ = [], [[] for _ in range(layout.n_words)]
+        for lo in range(0, len(frontier[0]), batch_size):
+            exp = kernel.expand([w[lo:lo + batch_size] for w in frontier], first + lo, False)
+            if exp.error is not None or exp.guard_error is not None:
+                raise CheckerError(f"spec {machine.spec_name}: an action fails to evaluate; "
+                                   "run the safety check (ctmc check) for its trace")
+            gens.append(exp.gen)
+            for w in range(layout.n_words):
+                succ[w].append(exp.words[w])
+        gen = np.concatenate(gens)
+        sw = [np.concatenate(s) for s in succ]
+        sfp = layout.fingerprints(sw)
+        pos = np.minimum(np.searchsorted(known_fp, sfp), len(known_fp) - 1)
+        hit = known_fp[pos] == sfp
+        ids = np.where(hit, known_id[pos], -1)
+        new = np.flatnonzero(~hit)
+        uniq, first_at, inverse = np.unique(sfp[new], return_index=True, return_inverse=True)
+        # the canonical parent of a new state: its smallest generation key
+        first_gen = np.full(len(uniq), np.iinfo(np.int64).max)
+        np.minimum.at(first_gen, inverse, gen[new])
+        ids[new] = n + inverse
+        count = len(uniq)
+        src.append(gen // A)
+        act.append(gen % A)
+        dst.append(ids)
+        if count:
+            pick = new[first_at]
+            level_words = [w[pick] for w in sw]
+            for w in range(layout.n_words):
+                all_words[w].append(level_words[w])
+            depth.append(np.full(count, level + 1, np.int64))
+            parent.append(first_gen // A)
+            paction.append(first_gen % A)
+            merged = np.concatenate([known_fp, uniq])
+            merged_id = np.concatenate([known_id, np.arange(n, n + count, dtype=np.int64)])
+            order = np.argsort(merged, kind="stable")
+            known_fp, known_id = merged[order], merged_id[order]
+            frontier, first, n = level_words, n, n + count
+            level += 1
+        else:
+            frontier = [np.empty(0, U64)]
+    return StateGraph([np.concatenate(w) for w in all_words], np.concatenate(depth),
+                      np.concatenate(parent), np.concatenate(paction),
+                      np.concatenate(src), np.concatenate(dst), np.concatenate(act), inits)
+
+
+def _evaluate(kernel: Kernel, expr, before: list[np.ndarray],
+              after: list[np.ndarray] | None = None) -> np.ndarray:
+    n = len(before[0])
+    fn = compile_batch([expr], dtype_for([expr]), "liveness")
+    rb = kernel.reader(before)
+    ra = kernel.reader(after) if after is not None else rb
+    return np.broadcast_to(np.asarray(fn(rb, ra)[0], dtype=bool), (n,)).copy()
+
+
+@dataclass
+class Lasso:
+    """A counterexample: a path of action ids from an initial state, and where its loop
+    starts (`loop` indexes the path's states; the last step returns there). `stutter`:
+    the path ends in a state the behaviour never leaves."""
+
+    init: int
+    actions: list[int]
+    loop: int
+    stutter: bool
+    trigger_at: int
+
+
+def find_lasso(graph: StateGraph, kernel: Kernel, prop: LivenessProperty) -> Lasso | None:
+    """A fair behaviour from a trigger state that never reaches the goal, or None."""
+    n = graph.n
+    trigger = _evaluate(kernel, prop.trigger, graph.words)
+    if prop.goal_is_step:
+        goal_state = np.zeros(n, dtype=bool)
+        goal_edge = _evaluate(kernel, prop.goal, [w[graph.src] for w in graph.words],
+                              [w[graph.dst] for w in graph.words])
+    else:
+        goal_state = _evaluate(kernel, prop.goal, graph.words)
+        goal_edge = goal_state[graph.dst]
+    keep = ~goal_edge & ~goal_state[graph.src]
+    src, dst, act = graph.src[keep], graph.dst[keep], graph.action[keep]
+    # enabled fair instances per state, in the whole graph
+    fair = np.array(sorted(prop.fair), dtype=np.int64)
+    fair_col = np.full(len(kernel.machine.actions), -1, np.int64)
+    fair_col[fair] = np.arange(len(fair))
+    enabled = np.zeros((n, len(fair)), dtype=bool)
+    is_fair = fair_col[graph.action] >= 0
+    enabled[graph.src[is_fair], fair_col[graph.action[is_fair]]] = True
+    # distance: shortest stem from an initial state through a trigger state, then on
+    # reduced edges only (Dijkstra over unit edges with varied start distances)
+    order = np.argsort(src, kind="stable")
+    src, dst, act = src[order], dst[order], act[order]
+    starts = np.searchsorted(src, np.arange(n + 1))
+    dist = np.full(n, np.iinfo(np.int64).max)
+    pred = np.full(n, -1, np.int64)
+    pred_act = np.full(n, -1, np.int64)
+    heap = [(int(graph.depth[s]), int(s)) for s in np.flatnonzero(trigger & ~goal_state)]
+    for d, s in heap:
+        dist[s] = d
+    heapq.heapify(heap)
+    while heap:
+        d, s = heapq.heappop(heap)
+        if d > dist[s]:
+            continue
+        for e in range(starts[s], starts[s + 1]):
+            t = int(dst[e])
+            if d + 1 < dist[t]:
+                dist[t], pred[t], pred_act[t] = d + 1, s, int(act[e])
+                heapq.heappush(heap, (d + 1, t))
+    reached = dist < np.iinfo(np.int64).max
+    candidates: list[tuple[int, int, frozenset[int] | None]] = []
+    for s in np.flatnonzero(reached & ~enabled.any(axis=1)):
+        candidates.append((int(dist[s]), int(s), None))
+    inside = reached[src] & reached[dst]
+    g = nx.DiGraph()
+    g.add_edges_from(zip(src[inside].tolist(), dst[inside].tolist(), strict=True))
+    for comp in nx.strongly_connected_components(g):
+        members = np.fromiter(comp, np.int64)
+        if len(members) == 1 and not g.has_edge(members[0], members[0]):
+            continue
+        in_comp = np.zeros(n, dtype=bool)
+        in_comp[members] = True
+        edges = np.flatnonzero(in_comp[src] & in_comp[dst])
+        taken = np.zeros(len(fair), dtype=bool)
+        col = fair_col[act[edges]]
+        taken[col[col >= 0]] = True
+        if (taken | ~enabled[members].all(axis=0)).all():
+            entry = int(members[np.lexsort((members, dist[members]))[0]])
+            candidates.append((int(dist[entry]), entry, frozenset(comp)))
+    if not candidates:
+        return None
+    d, entry, comp = min(candidates, key=lambda c: (c[0], c[1], c[2] is not None))
+    stem: list[int] = []
+    s = entry
+    while not (trigger[s] and not goal_state[s] and dist[s] == graph.depth[s]):
+        stem.append(int(pred_act[s]))
+        s = int(pred[s])
+    trigger_state = s
+    while graph.parent[s] >= 0:
+        stem.append(int(graph.parent_action[s]))
+        s = int(graph.parent[s])
+    init = s
+    stem.reverse()
+    trigger_at = int(graph.depth[trigger_state])
+    if comp is None:
+        return Lasso(init, stem, len(stem), True, trigger_at)
+    loop = _loop(entry, comp, src, dst, act, starts, fair, fair_col, enabled)
+    return Lasso(init, stem + loop, len(stem), False, trigger_at)
+
+
+def _loop(entry: int, comp: frozenset[int], src: np.ndarray, dst: np.ndarray, act: np.ndarray,
+          starts: np.ndarray, fair: np.ndarray, fair_col: np.ndarray,
+          enabled: np.ndarray) -> list[int]:
+    """Actions of a cycle from `entry` through `comp` that is fair: for each fair
+    instance, a state of the cycle where it is disabled or a step that takes it."""
+    members = sorted(comp)
+
+    def path(a: int, done: Callable[[int, int], bool]) -> tuple[list[int], list[int]]:
+        """Shortest path inside comp from a to a step (x, t) with done(x, t): its
+        actions and the states it enters."""
+        seen: dict[int, tuple[int, int] | None] = {a: None}
+        queue = deque([a])
+        while queue:
+            s = queue.popleft()
+            for e in range(starts[s], starts[s + 1]):
+                t, x = int(dst[e]), int(act[e])
+                if t not in comp:
+                    continue
+                if done(x, t):
+                    steps, entered = [x], [t]
+                    while (back := seen[s]) is not None:
+                        entered.append(s)
+                        s, y = back
+                        steps.append(y)
+                    return steps[::-1], entered[::-1]
+                if t not in seen:
+                    seen[t] = (s, x)
+                    queue.append(t)
+        raise AssertionError("a strongly connected component is closed under paths")
+
+    actions: list[int] = []
+    visited, cur = {entry}, entry
+    for j in range(len(fair)):
+        disabled_at = {s for s in members if not enabled[s, j]}
+        if visited & disabled_at or any(fair_col[x] == j for x in actions):
+            continue
+        if disabled_at:
+            steps, entered = path(cur, lambda x, t, d=disabled_at: t in d)
+        else:
+            steps, entered = path(cur, lambda x, t, j=j: fair_col[x] == j)
+        actions += steps
+        visited.update(entered)
+        cur = entered[-1]
+    if cur != entry or not actions:
+        steps, _ = path(cur, lambda x, t: t == entry)
+        actions += steps
+    return actions
+
+
+def lasso_trace(machine: Machine, graph: StateGraph, lasso: Lasso) -> Trace:
+    """The lasso as a Trace: its last state is followed by states[loop]."""
+    trace = replay(machine, graph.init_states[lasso.init], lasso.actions)
+    trace.loop = lasso.loop
+    if not lasso.stutter:
+        trace.states.pop()
+        trace.loop_action = trace.actions.pop()
+    return trace
+
+
+def check_liveness(machine: Machine, result: CheckResult | None = None) -> CheckResult:
+    """Check every liveness property of `machine`; `result` (a complete safety run
+    that holds) contributes its statistics. The first property violated is reported."""
+    if not machine.liveness:
+        raise CheckerError(f"spec {machine.spec_name} declares no liveness property")
+    started = time.perf_counter()
+    kernel = Kernel(machine)
+    graph = build_graph(machine, kernel)
+    stats = dict(result.stats) if result is not None else {}
+    stats.update(liveness_states=graph.n, liveness_edges=len(graph.src))
+    coverage = result.coverage if result is not None else []
+    for prop in machine.liveness:
+        lasso = find_lasso(graph, kernel, prop)
+        if lasso is None:
+            continue
+        trace = lasso_trace(machine, graph, lasso)
+        how = "stays forever in a state where no fair action is enabled" if lasso.stutter \
+            else f"loops back to state {lasso.loop}"
+        message = (f"{prop.name}: the trigger holds at state {lasso.trigger_at}, and the "
+                   f"behaviour {how} without reaching the goal")
+        trace.violation = {"kind": "liveness", "name": prop.name, "message": message,
+                           "trigger": lasso.trigger_at}
+        trace.meta = {"engine": "bfs+liveness"}
+        stats["liveness_seconds"] = round(time.perf_counter() - started, 3)
+        return CheckResult("bfs", VIOLATED, Violation("liveness", prop.name, message, trace),
+                           stats, coverage)
+    stats["liveness_seconds"] = round(time.perf_counter() - started, 3)
+    return CheckResult("bfs", HOLDS, None, stats, coverage)
+
+
+def confirm_lasso(trace: Trace, names: list[str] | None = None) -> list[str]:
+    """Names of the liveness properties the lasso `trace` violates: from a state where
+    the trigger holds, the goal never holds (on states and steps, the loop included),
+    and the loop is fair (each fair instance taken in it or disabled at one of its
+    states; a stuttering end: no fair instance enabled there)."""
+    machine = trace.machine
+    if trace.loop is None:
+        return []
+    scalar = ScalarMachine(machine)
+    states = trace.states
+    last = len(states) - 1
+    steps = [(states[i - 1], trace.actions[i], states[i]) for i in range(1, len(states))]
+    loop_states = states[trace.loop:]
+    loop_steps = steps[trace.loop:]
+    if trace.loop_action is not None:
+        loop_steps = loop_steps + [(states[last], trace.loop_action, states[trace.loop])]
+    out = []
+    for prop in machine.liveness:
+        if names is not None and prop.name not in names:
+            continue
+        fair = [machine.actions[a] for a in prop.fair]
+        if trace.loop_action is None:
+            fair_ok = not any(scalar.enabled(states[last], a) for a in fair)
+        else:
+            taken = {a.id for _, a, _ in loop_steps}
+            fair_ok = all(a.id in taken or any(not scalar.enabled(s, a) for s in loop_states)
+                          for a in fair)
+        if not fair_ok:
+            continue
+        for i in range(trace.loop + 1):
+            if not evaluate(prop.trigger, states[i]):
+                continue
+            if prop.goal_is_step:
+                hit = any(evaluate(prop.goal, b, a) for b, _, a in steps[i:] + loop_steps)
+            else:
+                hit = any(evaluate(prop.goal, s) for s in states[i:])
+            if not hit:
+                out.append(prop.name)
+                break
+    return out

@@ -1,0 +1,125 @@
+"""The 2018 design: follower reads from store-wide closed-timestamp updates.
+
+Source: `seeds/follower_reads_rfc.md` ("Reference-level explanation" through
+"Splits/Merges", and "Further work"), with the receiver made precise by
+`closedts-ground-truth.md` §C. Components (see `spec/README.md` for the map from
+RFC sections to components, invariants and models):
+
+- `mpt.py`        the min proposal tracker of the origin store n1
+- `writes.py`     the write path: Track, LAI, release, propose
+- `transport.py`  n1's periodic close and its updates; the lossy in-order transport;
+                  the receivers' per-origin (epoch, seq, closed, MLAI map) state
+- `epochs.py`     liveness epochs, takeovers, restarts, lease transfers
+- `reads.py`      the follower-read rule
+- `window.py`     time passing; for liveness models, renumbering time, LAIs and
+                  sequence numbers so behaviours can go on forever
+- `narration.py`  how a trace reads in protocol words
+
+Shared with the log-driven spec (`spec/log_driven/`), unchanged: the Raft log and
+application (`raft.py`: reordering, the LAI check, the lease-sequence check), and
+follower reads with the end-to-end `NoStaleRead` (`follower_reads.py`), which sees
+this design's read rule through the `effective_closed` hook.
+"""
+
+from __future__ import annotations
+
+from checker.errors import ModelError
+from checker.lang import And, Int, Spec
+from spec.follower_reads_2018 import epochs, reads, transport, window, writes
+from spec.follower_reads_2018.narration import narrate
+from spec.follower_reads_2018.parts import NONE, ORIGIN, V1
+from spec.log_driven import follower_reads, raft
+from spec.log_driven.parts import Ctx
+
+FOLLOWER_READS_2018 = Spec("follower_reads_2018", doc=(
+    "Follower reads (2018 RFC): n1's min proposal tracker, store-wide closed-timestamp "
+    "updates with epochs, sequence numbers and MLAI maps, receivers, epoch-based leases, "
+    "and the follower-read rule over the shared Raft log."))
+P = FOLLOWER_READS_2018
+P.param("nodes", 3, "nodes; each holds a replica of the range; n1 is the origin store", min=2,
+        max=3)
+P.param("keys", 1, "keys in the range", min=1, max=3)
+P.param("writes", 2, "write slots (each write evaluates once, unless window)", min=1, max=3)
+P.param("reads", 1, "follower reads recorded", min=0, max=2)
+P.param("max_ts", 6, "the clock's bound", min=2)
+P.param("target", 1, "n1 closes now - target", min=1)
+P.param("max_seq", 2, "n1's largest sequence number", min=0)
+P.param("epochs", 2, "largest liveness epoch", min=1, max=3)
+P.param("lease_changes", 0, "takeovers or transfers after the initial lease", min=0, max=2)
+P.param("init_holder", 0, "the initial leaseholder (0: n1)", min=0, max=2)
+P.param("failures", True, "n1's liveness may lapse (then heartbeat, restart, takeover)")
+P.param("reorder", False, "Raft may append proposals out of LAI order")
+P.param("duplicate", False, "Raft may append a proposal a second time (a reproposal)")
+P.param("window", False, "liveness models: renumber time, LAIs and sequence numbers")
+P.param("keep_previous", False, "receivers keep the previous closed ts (RFC 'Lagging "
+        "followers' fix)")
+
+for _name, _doc in {
+    "IgnoreEpoch": "M31. The receiver neither resets its state on a new epoch nor matches "
+                   "the lease's epoch when serving a read.",
+    "NoGapReset": "M32. The receiver keeps its MLAI map across a lost update (sequence gap).",
+    "TransferStartBelowClosed": "M28. A lease transfer bypasses the MPT: its start is not "
+                                "forced above next, and its LAI is missing from the MLAI map.",
+    "EpochPollution": "M34 (#48553). An MLAI refresh releases into the MPT with the applied "
+                      "lease's epoch, another node's: closes stop succeeding.",
+}.items():
+    P.mutation(_name, _doc)
+
+
+@P.build
+def _build(m, p):
+    N, W, C = p.nodes, p.writes, p.lease_changes
+    if p.init_holder >= N:
+        raise ModelError(f"init_holder={p.init_holder} must name one of {N} nodes")
+    if p.window and (p.reads or p.duplicate or C):
+        raise ModelError("window models check liveness only: reads = 0, no duplicates, "
+                         "no lease changes")
+    if "TransferStartBelowClosed" in p.mutations and not C:
+        raise ModelError("TransferStartBelowClosed needs lease_changes >= 1")
+    ctx = Ctx(nodes=N, keys=p.keys, writes=W, reads=p.reads,
+              log_len=(W + C) * (2 if p.duplicate else 1),
+              max_ts=p.max_ts, target=p.target, lease_exp=p.max_ts + 2, muts=p.mutations,
+              lease_changes=C)
+    v = V1(nodes=N, ranges=1, writes=W, lease_changes=C, epochs=p.epochs,
+           max_seq=p.max_seq, max_ts=p.max_ts, target=p.target, lai_hi=W + C,
+           muts=p.mutations, window=p.window, failures=p.failures,
+           keep_previous=p.keep_previous)
+    m.var("now", Int(0, p.max_ts), init=p.target + 1, doc="the (single) clock")
+    v.register("ts", lambda s: s.now, lambda s, x: setattr(s, "now", x), lambda s: False)
+    epochs.add(m, p, ctx, v)
+    writes.add(m, p, ctx, v)
+    transport.add(m, v)
+    raft.add(m, p, ctx)
+    reads.add(m, ctx, v)
+    follower_reads.add(m, p, ctx)
+    window.add(m, ctx, v)
+    _liveness(m, v)
+    m.narrate(narrate)
+
+
+def _liveness(m, v: V1) -> None:
+    progress = ["tick", "close", "deliver", "propose", "append", "apply", "refresh"]
+    progress += ["append_lease"] if v.lease_changes else []
+    progress += ["heartbeat"] if v.failures else []
+    progress += ["renumber", "truncate"] if v.window else []
+
+    def idle(s):
+        return And(s.left_ref == 0, s.right_ref == 0, s.live)
+
+    m.liveness("CloseEventuallySucceeds", idle, lambda b, a: a.ct_closed > b.ct_closed,
+               fair=progress, doc="L2 (#48553): with no proposal in flight and n1 live, "
+               "a close eventually succeeds (and is sent).")
+    follower = v.nodes - 1
+
+    def viewing(s):
+        j = s.lseq[follower]
+        return And(s.lholder[j] == ORIGIN, s.rc_epoch[follower] == s.lepoch[j],
+                   s.rc_closed[follower] != NONE)
+
+    m.liveness("FollowerEventuallyServes", viewing,
+               lambda s: reads.served_closed(s, v, follower) != NONE, fair=progress,
+               doc="RFC 'Lagging followers': a follower that has n1's closed ts for its "
+               "lease eventually serves follower reads.")
+
+
+__all__ = ["FOLLOWER_READS_2018"]

@@ -1,0 +1,212 @@
+"""Closed timestamp updates: the origin's periodic close, the transport, and the
+receivers' per-origin state (RFC "Reference-level explanation", "Recovering from
+missed updates"; ground truth §C.1).
+
+An update is `(epoch, closed ts, sequence number, MLAI delta)`. n1 closes
+periodically (`Close(now - target, epoch)`) while live, and sends each successful
+close to every other node. Each node has a one-message channel from n1: messages
+arrive in order, and a message not yet delivered is lost when the next one is sent
+or when the network drops it. A receiver keeps, for n1, one `(epoch, seq, closed,
+MLAI map)` state: a newer epoch discards the state; an older one is ignored; a
+sequence gap discards the map and asks n1 for a full update (sequence 0, with an
+MLAI for every range whose lease n1 holds). MLAIs merge by maximum ("the client tracks
+the maximum seen", the MPT walk-through), and only over a gap-free sequence that
+starts with a full update: a delta alone is not enough, because an MLAI sent later
+can be lower than one sent earlier (the walk-through's left @14, right @13). A
+receiver missing a range's MLAI may ask for it; n1 then feeds the MPT that range's
+LAI (the RFC's second strategy).
+
+Ghosts: `cum` is n1's running maximum of the MLAIs it sent since its last full update
+in its current epoch, sent along with each message and kept by the receiver
+(`rc_cum`); `emitted_hi` (epochs.py) is the highest closed ts n1 ever sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Not, Or, require
+from spec.follower_reads_2018 import mpt
+from spec.follower_reads_2018.parts import NONE, ORIGIN, V1, holds_lease
+from spec.log_driven.parts import WPhase
+
+
+def add(m: Any, v: V1) -> None:
+    N, R, E, Q = v.nodes, v.ranges, v.epochs, v.max_seq
+    ts_hi, lai = v.max_ts + 1, Int(NONE, v.lai_hi)
+    m.var("ct_seq", Int(NONE, Q), init=NONE, doc="n1: sequence number of its last update")
+    m.var("ct_closed", Int(NONE, ts_hi), init=NONE, doc="n1: closed ts of its last update")
+    m.var("ct_epoch", Int(0, E), init=0, doc="n1: epoch of its last update (0: none)")
+    m.var("full_next", Bool(), init=True, doc="n1: the next update is a full one (seq 0)")
+    m.var("requested", Array(Bool(), R), init=False, doc="n1: a receiver asked for an MLAI")
+    m.var("cum", Array(lai, R), init=NONE, ghost=True,
+          doc="n1: highest MLAI sent per range in its current epoch")
+    m.var("msg", Array(Bool(), N), init=False, doc="an update from n1 is on its way")
+    m.var("msg_epoch", Array(Int(0, E), N), init=0, doc="its epoch")
+    m.var("msg_closed", Array(Int(NONE, ts_hi), N), init=NONE, doc="its closed ts")
+    m.var("msg_seq", Array(Int(NONE, Q), N), init=NONE, doc="its sequence number")
+    m.var("msg_mlai", Array(Array(lai, R), N), init=NONE, doc="its MLAIs (-1: absent)")
+    m.var("msg_cum", Array(Array(lai, R), N), init=NONE, ghost=True, doc="n1's cum when sent")
+    m.var("rc_epoch", Array(Int(0, E), N), init=0, doc="receiver: n1's epoch (0: empty)")
+    m.var("rc_seq", Array(Int(NONE, Q), N), init=NONE, doc="receiver: last sequence number")
+    m.var("rc_closed", Array(Int(NONE, ts_hi), N), init=NONE, doc="receiver: closed ts")
+    m.var("rc_mlai", Array(Array(lai, R), N), init=NONE, doc="receiver: MLAI map")
+    m.var("rc_cum", Array(Array(lai, R), N), init=NONE, ghost=True,
+          doc="receiver: n1's cum carried by the last update it applied")
+    if v.keep_previous:
+        m.var("rc_prev_closed", Array(Int(NONE, ts_hi), N), init=NONE,
+              doc="receiver: the closed ts it replaced last (RFC 'Lagging followers' fix)")
+        m.var("rc_prev_mlai", Array(Array(lai, R), N), init=NONE,
+              doc="receiver: the MLAI map it replaced last")
+    _register(v)
+
+    @m.action()
+    def close(s):
+        """n1's periodic loop: `Close(now - target, epoch)`; a success goes to every peer."""
+        require(s.live)
+        require(s.mpt_next < s.now - v.target)  # otherwise there is nothing to close
+        epoch = s.epoch[ORIGIN]
+        closed = s.mpt_next
+        ok, delta = mpt.close(s, v, s.now - v.target, epoch, v.writes)
+        full = s.full_next
+        seq = If(full, 0, s.ct_seq + 1)
+        require(Implies(ok, seq <= Q))
+        holds = holds_lease(s, ORIGIN)
+        sent = [If(And(full, holds), Max(delta[r], s.assigned_lai), delta[r]) for r in range(R)]
+        restart = Or(full, s.ct_epoch != epoch)  # cum: since the last full update, per epoch
+        for r in range(R):
+            s.cum[r] = If(ok, Max(If(restart, NONE, s.cum[r]), sent[r]), s.cum[r])
+        s.ct_seq = If(ok, seq, s.ct_seq)
+        s.ct_closed = If(ok, closed, s.ct_closed)
+        s.ct_epoch = If(ok, epoch, s.ct_epoch)
+        s.full_next = If(ok, False, s.full_next)
+        for n in range(1, N):
+            s.msg[n] = Or(s.msg[n], ok)
+            s.msg_epoch[n] = If(ok, epoch, s.msg_epoch[n])
+            s.msg_closed[n] = If(ok, closed, s.msg_closed[n])
+            s.msg_seq[n] = If(ok, seq, s.msg_seq[n])
+            for r in range(R):
+                s.msg_mlai[n][r] = If(ok, sent[r], s.msg_mlai[n][r])
+                s.msg_cum[n][r] = If(ok, s.cum[r], s.msg_cum[n][r])
+        for hook in v.on_close:
+            hook(s, ok, closed, sent)
+
+    @m.action(n=range(1, N))
+    def lose(s, n):
+        """The network drops the update on its way to node n."""
+        require(s.msg[n])
+        s.msg[n] = False
+
+    ignore_epoch, no_gap_reset = v.mutated("IgnoreEpoch"), v.mutated("NoGapReset")
+
+    @m.action(n=range(1, N))
+    def deliver(s, n):
+        """Node n applies n1's update: epoch check, then gap check, then merge (§C.1)."""
+        require(s.msg[n])
+        s.msg[n] = False
+        e = s.msg_epoch[n]
+        newer = Or(s.rc_epoch[n] == 0, e > s.rc_epoch[n])
+        older = And(s.rc_epoch[n] != 0, e < s.rc_epoch[n])
+        apply = Not(older) if not ignore_epoch else True
+        reset = newer if not ignore_epoch else s.rc_epoch[n] == 0
+        full = s.msg_seq[n] == 0
+        # a fresh state expects the full update (seq 0), a running one the next seq
+        gap = And(apply, Not(full), s.msg_seq[n] != If(reset, 0, s.rc_seq[n] + 1))
+        clear = Or(reset, full, gap) if not no_gap_reset else Or(reset, full)
+        usable = Not(gap) if not no_gap_reset else True
+        if v.keep_previous:
+            s.rc_prev_closed[n] = If(apply, If(reset, NONE, s.rc_closed[n]),
+                                     s.rc_prev_closed[n])
+        for r in range(R):
+            old = s.rc_mlai[n][r]
+            if v.keep_previous:
+                s.rc_prev_mlai[n][r] = If(apply, If(reset, NONE, old), s.rc_prev_mlai[n][r])
+            kept = If(clear, NONE, old)
+            # "the client tracks the maximum seen" (RFC, Min proposal tracker walk-through)
+            merged = If(usable, Max(kept, s.msg_mlai[n][r]), kept)
+            s.rc_mlai[n][r] = If(apply, merged, old)
+            s.rc_cum[n][r] = If(apply, If(usable, s.msg_cum[n][r], NONE), s.rc_cum[n][r])
+        s.rc_epoch[n] = If(apply, e, s.rc_epoch[n])
+        s.rc_seq[n] = If(apply, s.msg_seq[n], s.rc_seq[n])
+        s.rc_closed[n] = If(apply, s.msg_closed[n], s.rc_closed[n])
+        # "the recipient notifies the sender and it resets its sequence number to zero"
+        s.full_next = Or(s.full_next, gap)
+
+    @m.action(n=range(1, N), r=range(R))
+    def request_mlai(s, n, r):
+        """Node n has n1's state but no MLAI for range r: it asks n1 for one."""
+        require(And(s.rc_epoch[n] != 0, s.rc_mlai[n][r] == NONE, Not(s.requested[r])))
+        s.requested[r] = True
+
+    pollution = v.mutated("EpochPollution")
+
+    @m.action(r=range(R))
+    def refresh(s, r):
+        """n1 answers a request (`EmitMLAI`): if it holds range r's lease, it feeds the
+        MPT the range's LAI under its own epoch; otherwise it drops the request."""
+        require(s.requested[r])
+        s.requested[r] = False
+        if pollution:  # #48553: the applied lease's epoch, whoever holds the lease
+            when, epoch = True, s.lepoch[s.lseq[ORIGIN]]
+        else:
+            when, epoch = holds_lease(s, ORIGIN), s.epoch[ORIGIN]
+        lai = Max(s.assigned_lai, s.lai[ORIGIN])
+        s.right_ref = If(when, s.right_ref + 1, s.right_ref)
+        mpt.release(s, v, False, epoch, r, lai, when=when)
+
+    def MLAIKnowledgeScoped(s):  # noqa: N802 - property names are CamelCase
+        """V1: a receiver's MLAI for a range is the highest n1 sent for it since its
+        last full update in the receiver's epoch, up to the update the receiver
+        applied last: knowledge is scoped to (origin, epoch) and accumulated only over
+        a gap-free sequence that starts from a full update."""
+        return ForAll([(n, r) for n in range(1, N) for r in range(R)], lambda nr: Implies(
+            s.rc_mlai[nr[0]][nr[1]] != NONE,
+            s.rc_mlai[nr[0]][nr[1]] == s.rc_cum[nr[0]][nr[1]]))
+
+    def MLAICoversWrites(s):  # noqa: N802
+        """V2: every write n1 tracked in epoch e at a ts at or below a receiver's
+        closed ts for epoch e is proposed, with an LAI at or below the receiver's
+        MLAI for its range (when it has one)."""
+        return ForAll([(n, w) for n in range(1, N) for w in range(v.writes)],
+                      lambda nw: Implies(
+                          And(s.rc_epoch[nw[0]] != 0, s.wepoch[nw[1]] == s.rc_epoch[nw[0]],
+                              s.wphase[nw[1]] != WPhase.idle, s.worigin[nw[1]],
+                              s.wts[nw[1]] <= s.rc_closed[nw[0]]),
+                          And(s.wphase[nw[1]] == WPhase.flushed, Or(
+                              s.rc_mlai[nw[0]][0] == NONE,
+                              s.wlai[nw[1]] <= s.rc_mlai[nw[0]][0]))))
+
+    m.invariant(MLAIKnowledgeScoped)
+    m.invariant(MLAICoversWrites)
+
+
+def _register(v: V1) -> None:
+    """The values the liveness window renumbers."""
+    N, R = v.nodes, v.ranges
+    v.register("ts", lambda s: s.ct_closed, lambda s, x: setattr(s, "ct_closed", x),
+               lambda s: s.ct_closed != NONE)
+    v.register("seq", lambda s: s.ct_seq, lambda s, x: setattr(s, "ct_seq", x),
+               lambda s: s.ct_seq != NONE)
+    for r in range(R):
+        v.register("lai", lambda s, r=r: s.cum[r], lambda s, x, r=r: s.cum.__setitem__(r, x),
+                   lambda s, r=r: s.cum[r] != NONE)
+    for n in range(1, N):
+        for name, dim in (("msg_closed", "ts"), ("rc_closed", "ts"), ("msg_seq", "seq"),
+                          ("rc_seq", "seq")):
+            v.register(dim, lambda s, name=name, n=n: getattr(s, name)[n],
+                       lambda s, x, name=name, n=n: getattr(s, name).__setitem__(n, x),
+                       lambda s, name=name, n=n: getattr(s, name)[n] != NONE)
+        for r in range(R):
+            for name in ("msg_mlai", "msg_cum", "rc_mlai", "rc_cum"):
+                v.register("lai", lambda s, name=name, n=n, r=r: getattr(s, name)[n][r],
+                           lambda s, x, name=name, n=n, r=r:
+                           getattr(s, name)[n].__setitem__(r, x),
+                           lambda s, name=name, n=n, r=r: getattr(s, name)[n][r] != NONE)
+        if v.keep_previous:
+            v.register("ts", lambda s, n=n: s.rc_prev_closed[n],
+                       lambda s, x, n=n: s.rc_prev_closed.__setitem__(n, x),
+                       lambda s, n=n: s.rc_prev_closed[n] != NONE)
+            for r in range(R):
+                v.register("lai", lambda s, n=n, r=r: s.rc_prev_mlai[n][r],
+                           lambda s, x, n=n, r=r: s.rc_prev_mlai[n].__setitem__(r, x),
+                           lambda s, n=n, r=r: s.rc_prev_mlai[n][r] != NONE)
