@@ -2,8 +2,10 @@
 
 Every command runs the same stages: load the model file, build its machine,
 run an engine, report. The work lives in `checker`; this module only wires
-and prints. Exit codes: 0 the properties hold, 1 a violation was found, 2 bad
-input or a spec error (one line on stderr, never a traceback), 130 interrupted.
+and prints. Exit codes: 0 the properties hold (or are proved), 1 a violation was
+found, 2 bad input or a spec error (one line on stderr, never a traceback), 3
+inconclusive (a proof found its invariants not inductive, or a solver gave up),
+130 interrupted.
 Engines and trace tools are imported inside commands, so `--help` and `list`
 stay fast and keep working while one of them is broken.
 """
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (unknown)
 
 
 class _Interrupted(Exception):
@@ -81,8 +84,8 @@ def _fail(message: str, code: int) -> int:
 
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="Exit codes: 0 holds, 1 violation found, 2 bad input or spec error, "
-                    "130 interrupted.")
+             epilog="Exit codes: 0 holds (or proved), 1 violation found, 2 bad input or spec "
+                    "error, 3 inconclusive (not inductive, or solver unknown), 130 interrupted.")
 @click.option("--models-dir", type=click.Path(file_okay=False, path_type=Path),
               default=MODELS_DIR, show_default="models/ beside cli.py",
               help="Where bare model names (like tracker_small) are looked up.")
@@ -232,16 +235,185 @@ def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlo
     return _report(model, machine, engine, result, trace_out, as_json, quiet)
 
 
-def _load(models_dir: Path, model_arg: str, overrides: dict[str, str]) -> tuple[Model, Machine]:
+def _load(models_dir: Path, model_arg: str, overrides: dict[str, str],
+          proof: bool = False) -> tuple[Model, Machine]:
     from checker.models import build_machine, load_model
 
     model = load_model(model_arg, models_dir)
-    return model, build_machine(model, overrides)
+    return model, build_machine(model, overrides, proof)
+
+
+# --- the Z3 engines ---------------------------------------------------------------
+
+_timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+    help="Give up after SECONDS of solving; the verdict is then unknown (exit 3), "
+         "never proved.")
+
+
+@main.command("bmc")
+@_run_options
+@click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
+              metavar="K", help="Look for violations on paths of at most K steps.")
+@_timeout_option
+def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
+            deadlock: bool | None, trace_out: Path | None, as_json: bool, quiet: bool,
+            depth: int, timeout: float | None) -> int:
+    """Bounded model checking with Z3: a shortest path of at most K steps from an
+    initial state to a violation, or none. Progress per depth on stderr."""
+    from checker.engines.bmc import BmcOptions, bmc
+
+    model, machine = _load(models_dir, model_arg, overrides)
+    engine = {"name": "bmc", "depth": depth, "timeout": timeout,
+              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    if not (as_json or quiet):
+        _print_header(model, machine, engine)
+    try:
+        result = bmc(machine, BmcOptions(depth=depth, deadlock=engine["deadlock"],
+                                         timeout=timeout,
+                                         progress=None if quiet else _progress))
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted") from None
+    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+
+
+@main.command("prove")
+@_run_options
+@click.option("--k", "k", type=click.IntRange(min=1), metavar="K",
+              help="Induction depth  [default: the model's proof.k, else 1]")
+@_timeout_option
+def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
+              deadlock: bool | None, trace_out: Path | None, as_json: bool, quiet: bool,
+              k: int | None, timeout: float | None) -> int:
+    """Prove MODEL's invariants for every reachable state by k-induction with Z3, with
+    the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
+    (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
+    to induction, which may be unreachable, exit 3), unknown (exit 3)."""
+    from checker.engines.induction import ProveOptions, prove
+
+    model, machine = _load(models_dir, model_arg, overrides, proof=True)
+    engine = {"name": "prove", "k": k or model.proof["k"],
+              "timeout": timeout or model.proof["timeout"] or None,
+              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    if not (as_json or quiet):
+        _print_header(model, machine, engine)
+    try:
+        result = prove(machine, ProveOptions(k=engine["k"], deadlock=engine["deadlock"],
+                                             timeout=engine["timeout"],
+                                             progress=None if quiet else _progress))
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted") from None
+    return _report_proof(model, machine, result, trace_out, as_json)
+
+
+@main.command("infer")
+@click.argument("model_arg", metavar="MODEL")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              callback=_parse_sets, help="Override a model parameter (repeatable).")
+@click.option("--max-states", type=click.IntRange(min=1), default=2_000_000,
+              show_default=True, help="Filter by every reachable state (BFS) up to this many; "
+                                      "beyond it, by random walks.")
+@click.option("--walks", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Random walks when the model is too big to exhaust.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
+@_timeout_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@click.pass_obj
+def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_states: int,
+              walks: int, seed: int, timeout: float | None, as_json: bool, quiet: bool) -> int:
+    """Propose lemmas for MODEL: template predicates over its variables, kept if every
+    reachable state satisfies them and they are mutually inductive (Houdini, Z3).
+    Prints them as spec source, and whether they prove the invariants (exit 0) or
+    not (exit 3)."""
+    from checker.engines.infer import InferOptions, as_source, infer
+
+    model, machine = _load(models_dir, model_arg, overrides)
+    try:
+        result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
+                                             timeout=timeout,
+                                             progress=None if quiet else _progress))
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted") from None
+    source = as_source(result.survivors)
+    if as_json:
+        click.echo(json.dumps({
+            "model": model.name, "params": machine.params, "candidates": result.candidates,
+            "true_in_states": result.after_states, "states": result.states,
+            "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
+            "proves": result.proves, "dropped": result.dropped_invariants,
+            "lemmas": [c.source for c in result.survivors], "stats": result.stats}, indent=2))
+    else:
+        click.echo(source, nl=False)
+        where = "sampled" if result.sampled else "reachable"
+        verdict = ("they prove every invariant (1-induction); these are the ones the proof "
+                   "needs" if result.proves else
+                   f"they do not prove {', '.join(result.dropped_invariants)}")
+        click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
+                   f"{result.states:,} {where} states; {len(result.survivors):,} shown after "
+                   f"{result.houdini_rounds} Houdini rounds; {verdict}")
+    return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
+
+
+def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path | None,
+                  as_json: bool) -> int:
+    from checker.engines.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
+
+    trace_file = None
+    v = result.violation
+    if v is not None:
+        trace_file = _write_trace(v.trace, trace_out or TRACE_DIR / (
+            f"{model.name}-{'cti-' if result.outcome == NOT_INDUCTIVE else ''}{v.name}.itf.json"),
+            model)
+    if as_json:
+        click.echo(json.dumps({
+            "model": model.name, "spec": machine.spec_name, "params": machine.params,
+            "mutations": list(machine.mutations), "outcome": result.outcome, "k": result.k,
+            "message": result.message, "lemmas_used": result.lemmas_used,
+            "lemmas_unused": result.lemmas_unused,
+            "trace_file": None if trace_file is None else str(trace_file),
+            "length": None if v is None else len(v.trace), "stats": result.stats},
+            indent=2, default=str))
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        color = {PROVED: "green", COUNTEREXAMPLE: "red bold"}.get(result.outcome, "yellow bold")
+        console.print(f"[{color}]{escape(result.outcome)}[/]: {escape(result.message)}")
+        if result.outcome == PROVED and machine.lemmas:
+            console.print(f"  lemmas used: {', '.join(result.lemmas_used) or 'none'}; "
+                          f"unused: {', '.join(result.lemmas_unused) or 'none'}", markup=False)
+        if trace_file is not None:
+            what = "counterexample to induction" if result.outcome == NOT_INDUCTIVE \
+                else "counterexample"
+            console.print(f"  {len(v.trace)}-step {what} in {trace_file} (view it with: "
+                          f"ctmc trace show {shlex.quote(str(trace_file))})", markup=False)
+        if result.outcome == NOT_INDUCTIVE:
+            console.print("  its first state may be unreachable: `ctmc bmc` looks for a real "
+                          "trace; a lemma excluding that state, or a larger --k, may make the "
+                          "proof go through", markup=False)
+        seconds = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in
+                            result.stats.items() if key.endswith("seconds"))
+        console.print(f"  k={result.k}; {seconds}", style="dim", markup=False)
+    if result.outcome == PROVED:
+        return EXIT_HOLDS
+    if result.outcome == COUNTEREXAMPLE:
+        return EXIT_ERROR if result.error else EXIT_VIOLATION
+    return EXIT_INCONCLUSIVE
+
+
+def _write_trace(trace: Any, path: Path, model: Model) -> Path:
+    from checker.traces.itf import write_trace
+
+    trace.meta.update(model=model.name, model_file=str(model.path))
+    try:
+        write_trace(trace, path)
+    except OSError as exc:
+        raise CheckerError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+    return path
 
 
 def _report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
             trace_out: Path | None, as_json: bool, quiet: bool) -> int:
-    from checker.engines.result import ERROR, HOLDS, VIOLATED
+    from checker.engines.result import ERROR, HOLDS, UNKNOWN, VIOLATED
     from checker.models import outcome_matches
 
     console = Console(highlight=False, soft_wrap=True)
@@ -255,7 +427,8 @@ def _report(model: Model, machine: Machine, engine: dict[str, Any], result: Chec
                               indent=2, default=str))
     else:
         _print_verdict(console, model, result, trace_file, matches)
-    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR}[result.outcome]
+    return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR,
+            UNKNOWN: EXIT_INCONCLUSIVE}[result.outcome]
 
 
 def _save_trace(model: Model, result: CheckResult, trace_out: Path | None) -> Path:
@@ -379,6 +552,10 @@ _VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
 def _print_verdict(console: Console, model: Model, result: CheckResult,
                    trace_file: Path | None, matches: bool) -> None:
     v = result.violation
+    if result.outcome == "unknown":
+        console.print("[yellow bold]unknown[/]: " + escape(
+            f"{result.stats.get('unknown', 'the solver gave up')}; this is not a proof"))
+        return
     if v is None and result.complete:
         console.print("[green]holds[/]: no violation in any reachable state")
     elif v is None:

@@ -17,13 +17,18 @@ reported as one line naming the file and the key, never as a traceback.
     [expect]
     outcome = "holds"           # or "violates NAME"
     states = 1234               # optional baseline distinct-state count
+    [proof]                     # optional: what `prove` and `infer` work on
+    k = 1                       # induction depth
+    timeout = 600               # seconds (0: none); on timeout the verdict is unknown
+    [proof.params]              # overrides [params] for the symbolic engines, which
+    requests = 8                # need not enumerate states
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,8 +43,10 @@ SUFFIX = ".toml"
 ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0}
 # What a run can be violated by besides the spec's own properties.
 BUILTIN_VIOLATIONS = ("Deadlock", "EvalError")
-_TOP_KEYS = ("description", "spec", "mutations", "invariants", "params", "engine", "expect")
+_TOP_KEYS = ("description", "spec", "mutations", "invariants", "params", "engine", "expect",
+             "proof")
 _EXPECT_KEYS = ("outcome", "states")
+PROOF_DEFAULTS: dict[str, Any] = {"k": 1, "timeout": 0, "params": {}}
 _KIND_NAMES = {str: "a string", bool: "true or false", int: "an integer", dict: "a table",
                list: "a list of strings"}
 
@@ -56,6 +63,7 @@ class Model:
     engine: dict[str, Any]  # ENGINE_DEFAULTS overridden by the file's [engine]
     expect_outcome: str  # "holds" or "violates NAME"
     expect_states: int | None
+    proof: dict[str, Any] = field(default_factory=lambda: dict(PROOF_DEFAULTS))
 
 
 def list_models(models_dir: Path) -> list[Path]:
@@ -113,12 +121,15 @@ def load_model(path_or_name: str | Path, models_dir: Path) -> Model:
         expect_outcome=_parse_outcome(_get(expect, "outcome", str, where, "holds",
                                            prefix="expect."), where),
         expect_states=states,
+        proof=_proof(data, where),
     )
 
 
-def build_machine(model: Model, overrides: dict[str, str] | None = None) -> Machine:
+def build_machine(model: Model, overrides: dict[str, str] | None = None,
+                  proof: bool = False) -> Machine:
     """The model's spec, built with its parameters (overridden by `--set` values),
-    restricted to the selected properties."""
+    restricted to the selected properties. With `proof`, the [proof.params] table
+    overrides [params] first: the sizes the symbolic engines work at."""
     where = str(model.path)
     try:
         spec = find_spec(model.spec_name)
@@ -126,11 +137,13 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None) -> Mach
         raise ModelError(f"{where}: key spec: {exc}") from None
     overrides = overrides or {}
     # Validate each source apart, so an error says where the bad value came from.
+    sized = model.proof["params"] if proof else {}
     for values, mutations, label in ((model.params, (), f"{where} [params]"),
+                                     (sized, (), f"{where} [proof.params]"),
                                      ({}, model.mutations, f"{where} mutations"),
                                      (overrides, (), "--set")):
         spec.resolve(values, label, mutations)
-    machine = spec.instantiate({**model.params, **overrides}, model.mutations, where)
+    machine = spec.instantiate({**model.params, **sized, **overrides}, model.mutations, where)
     machine = _select(machine, model)
     _check_expectation(machine, model)
     return machine
@@ -180,6 +193,24 @@ def _get(table: dict[str, Any], key: str, kind: type, where: str, default: Any,
         raise ModelError(f"{where}: key {prefix}{key} must be {_KIND_NAMES[kind]}, "
                          f"got {value!r}")
     return value
+
+
+def _proof(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """The [proof] table: induction depth, timeout and parameter overrides."""
+    table = _get(data, "proof", dict, where, {})
+    _check_keys(table, tuple(PROOF_DEFAULTS), "proof.", where)
+    out = {key: _get(table, key, type(default), where, default, prefix="proof.")
+           for key, default in PROOF_DEFAULTS.items()}
+    if out["k"] < 1:
+        raise ModelError(f"{where}: key proof.k must be a positive integer, got {out['k']}")
+    if out["timeout"] < 0:
+        raise ModelError(f"{where}: key proof.timeout must be 0 (none) or more seconds, "
+                         f"got {out['timeout']}")
+    for name, value in out["params"].items():
+        if not isinstance(value, bool | int | str):
+            raise ModelError(f"{where}: key proof.params.{name} must be an integer, boolean "
+                             f"or string, got {value!r}")
+    return out
 
 
 def _parse_outcome(text: str, where: str) -> str:

@@ -368,7 +368,7 @@ TRACKER = Spec("tracker", doc=(
     "The 2020 log-driven closed timestamps RFC's two-bucket tracker (or its min-heap "
     "alternative) in the proposal buffer: requests enter buckets, are forwarded above "
     "their bucket's ts, and at flush leave their bucket and carry a closed ts."))
-TRACKER.param("requests", 3, "write requests (each arrives once)", min=1, max=6)
+TRACKER.param("requests", 3, "write requests (each arrives once)", min=1, max=8)
 TRACKER.param("target", 1, "closed ts target duration: buckets close now - target", min=0)
 TRACKER.param("max_now", 3, "the clock runs from `target` up to max_now", min=0)
 TRACKER.param("max_ts", 2, "client timestamps range over 1..max_ts", min=1)
@@ -461,7 +461,64 @@ def _build(m, p):
         return ForAll(range(n), lambda r: Implies(rules.tracked(s, r), s.wts[r] > s.closed))
 
     rules.add_invariants(m)
+    if p.tracker == "buckets" and not (p.keep_cur_ts or p.close_before_exit):
+        add_lemmas(m, p, n)
     m.narrate(narrate)
+
+
+def add_lemmas(m: Any, p: Any, n: int) -> None:
+    """The strengthening that makes the bucket tracker's properties 1-inductive, so
+    `ctmc prove` holds at any clock and request count (without it, Z3 finds states no
+    run reaches: a closed ts above a tracked request's bucket, a full buffer with a
+    request still evaluating). Registered for the RFC's rules as written; the negative
+    controls keep_cur_ts and close_before_exit are safe for other reasons."""
+
+    @m.lemma
+    def ClosedHiIsClosed(s):  # noqa: N802
+        """The ghost highest closed ts is the current one: NoWriteBelowClosed then
+        follows from TrackedAboveClosed."""
+        return s.closed_hi == s.closed
+
+    @m.lemma
+    def ClockAboveTimestamps(s):  # noqa: N802
+        """Nothing closed or stamped is above now - target, and bts_hi bounds both
+        buckets: a fresh bucket ts is then at or above everything before it."""
+        return And(s.closed <= s.now - p.target, s.bts_hi <= s.now - p.target,
+                   ForAll(range(2), lambda b: s.bts[b] <= s.bts_hi))
+
+    @m.lemma
+    def BucketsOrdered(s):  # noqa: N802
+        """prev's ts is at most cur's when both are set (the state half of
+        BucketTsIncrease), so closing prev's ts closes below cur's requests too."""
+        prev, cur = s.bts[s.prev], s.bts[1 - s.prev]
+        return Implies(And(prev != NIL, cur != NIL), prev <= cur)
+
+    @m.lemma
+    def ClosedBelowTrackedBuckets(s):  # noqa: N802
+        """The closed ts is at most the ts of every bucket holding a request: with
+        RequestsAboveBucket this gives TrackedAboveClosed, and a flush closing a busy
+        bucket's ts never moves the closed ts back (ClosedMonotone)."""
+        return ForAll(range(n), lambda r: Implies(_phase_tracked(s, r),
+                                                  s.closed <= s.bts[s.bucket[r]]))
+
+    @m.lemma
+    def EmptyBucketsUnset(s):  # noqa: N802
+        """A bucket without requests has no ts (it is reset when it drains), so a new
+        request never joins a bucket stamped before the last close."""
+        return ForAll(range(2), lambda b: Implies(
+            ForAll(range(n), lambda r: Not(And(_phase_tracked(s, r), s.bucket[r] == b))),
+            s.bts[b] == NIL))
+
+    @m.lemma
+    def BufferHoldsBuffered(s):  # noqa: N802
+        """buf[0..buflen) lists each buffered request once: finish then never writes
+        past the buffer, and flush takes a buffered request."""
+        listed = ForAll(range(n), lambda i: Implies(
+            i < s.buflen, s.phase[s.buf[i]] == Phase.buffered))
+        distinct = ForAll([(i, j) for i in range(n) for j in range(i + 1, n)],
+                          lambda ij: Implies(ij[1] < s.buflen, s.buf[ij[0]] != s.buf[ij[1]]))
+        count = s.buflen == sum(If(s.phase[r] == Phase.buffered, 1, 0) for r in range(n))
+        return And(listed, distinct, count)
 
 
 def _ts(v: int) -> str:

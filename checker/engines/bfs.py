@@ -49,6 +49,9 @@ class BfsOptions:
     dedup_budget: int = 1 << 20  # candidate states kept before filtering against visited
     checkpoint_seconds: float = 300.0
     progress_seconds: float = 2.0
+    # called with (slot reader, count) for each level's new states, e.g. to test
+    # candidate lemmas on every reachable state (`infer`)
+    on_level: Callable[[Callable[[int], np.ndarray], int], None] | None = None
 
 
 @dataclass
@@ -138,6 +141,8 @@ def _initial_level(search: _Search) -> _Found | None:
     search.parents = [np.zeros(len(fps), dtype=np.uint32)]
     search.actions = [np.zeros(len(fps), dtype=np.uint16)]
     search.frontier = words
+    if search.options.on_level:
+        search.options.on_level(kernel.reader(words), len(fps))
     return _check_new_states(search, words, depth=0)
 
 
@@ -229,6 +234,8 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     search.visited.add_sorted(new_fp)
     search.parents.append(parent)
     search.actions.append(action)
+    if options.on_level:
+        options.on_level(kernel.reader(new_words), len(new_fp))
     if options.progress:
         options.progress(_progress_line(search, started, f"{len(new_fp):,} new"))
     return None

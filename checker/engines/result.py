@@ -10,6 +10,7 @@ from checker.traces.trace import Trace
 HOLDS = "holds"
 VIOLATED = "violated"
 ERROR = "error"  # a reachable evaluation error: out-of-range read, value outside its type
+UNKNOWN = "unknown"  # a solver gave up (timeout): neither a violation nor a proof
 
 
 @dataclass
@@ -23,7 +24,7 @@ class Violation:
 @dataclass
 class CheckResult:
     engine: str
-    outcome: str  # HOLDS | VIOLATED | ERROR
+    outcome: str  # HOLDS | VIOLATED | ERROR | UNKNOWN
     violation: Violation | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     coverage: list[dict[str, Any]] = field(default_factory=list)
@@ -32,7 +33,7 @@ class CheckResult:
     @property
     def expectation(self) -> str:
         """The outcome in the model files' words: `holds` or `violates NAME`."""
-        if self.outcome == HOLDS:
-            return "holds"
+        if self.outcome in (HOLDS, UNKNOWN):
+            return self.outcome
         assert self.violation is not None
         return f"violates {self.violation.name}"

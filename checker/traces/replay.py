@@ -34,7 +34,11 @@ def load_trace(source: str | os.PathLike | dict[str, Any], machine: Machine | No
     machine = machine or _machine_from_meta(meta, where)
     states = [machine.encode(from_itf_value(s, f"{where}: state {i}"), f"{where}: state {i}")
               for i, s in enumerate(doc["states"])]
-    if states[0] not in machine.init_states:
+    violation = meta.get("violation") or {}
+    if not isinstance(violation, dict):
+        raise TraceError(f"{where}: \"#meta\".violation is not an object")
+    # a counterexample to induction (from `prove`) starts wherever the solver found it
+    if states[0] not in machine.init_states and violation.get("kind") != "cti":
         raise TraceError(f"{where}: state 0 is not an initial state of {machine.spec_name}: "
                          f"{_closest_init_difference(machine, states[0])}")
     scalar = ScalarMachine(machine)
@@ -45,9 +49,6 @@ def load_trace(source: str | os.PathLike | dict[str, Any], machine: Machine | No
                                         states[i - 1], states[i]))
         except (EvalError, TraceError) as exc:
             raise TraceError(f"{where}: step {i}: {exc}") from None
-    violation = meta.get("violation") or {}
-    if not isinstance(violation, dict):
-        raise TraceError(f"{where}: \"#meta\".violation is not an object")
     provenance = {k: v for k, v in meta.items() if k not in SPEC_KEYS}
     trace = Trace(machine, states, actions, violation=violation, meta=provenance)
     if doc.get("loop") is not None:

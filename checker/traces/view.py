@@ -98,7 +98,9 @@ def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
     action = trace.actions[i]
     parts: list[RenderableType] = []
     if action is None:
-        title = f"Step {i}: initial state"
+        title = f"Step {i}: " + ("start (satisfies the invariants and lemmas; may be "
+                                 "unreachable)" if trace.violation.get("kind") == "cti"
+                                 else "initial state")
     else:
         title = f"Step {i}: {action.label}"
         if machine.narrator is not None:

@@ -170,13 +170,13 @@ def _build(m, p):
     raft.add(m, p, ctx)
     if p.side_transport:
         side_transport.add(m, p, ctx)
+    elif any(x.startswith(("Side", "Sender", "Delta")) for x in p.mutations):
+        raise ModelError("side-transport mutations need side_transport = true")
     if p.restarts:
         if not (p.side_transport and p.lease_changes and p.structure == "none"):
             raise ModelError("restarts needs side_transport, lease_changes >= 1 and no "
                              "split or merge")
         restarts.add(m, p, ctx)
-    elif any(x.startswith(("Side", "Sender", "Delta")) for x in p.mutations):
-        raise ModelError("side-transport mutations need side_transport = true")
     if p.structure == "split":
         splits.add(m, p, ctx)
     elif p.structure == "merge":

@@ -1,0 +1,283 @@
+"""Lemma inference: templates, filtered by reachable states, then a Houdini fixpoint.
+
+1. *Candidates* come from templates over the machine's slots: comparisons
+   (`<`, `<=`, `==`) between integer slots whose ranges overlap (array
+   elements of the same kind included), each alone and under a guard "enum slot
+   = member" or "bool slot is true/false".
+2. *Filtering*: every candidate that some reachable state falsifies is dropped.
+   States come from the BFS engine (each level, through `BfsOptions.on_level`)
+   or, for models too big to exhaust, from seeded random walks. Candidates are
+   evaluated in batches by the NumPy backend.
+3. *Houdini* (Flanagan and Leino): assume every remaining candidate and the
+   invariants in s0, take one step, and ask Z3 for a successor falsifying one.
+   The falsified ones are dropped and the query repeated until none is: the
+   survivors are then mutually inductive, hence true in every reachable state
+   (they all hold initially). Invariants take part as candidates that may fall:
+   if one does, the candidates cannot prove it.
+
+A reachable-state filter is cheap and removes most candidates; Houdini is what
+turns "true so far" into "inductive". The survivors that a proof needs are then
+found by `prove`'s unsat cores and printed as spec source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import z3
+
+from checker.backends.scalar import ScalarMachine
+from checker.backends.vector import compile_batch, dtype_for, slot_reader
+from checker.engines.bfs import BfsOptions, check
+from checker.engines.induction import PROVED, ProveOptions, prove
+from checker.engines.unroll import Unrolling, new_solver
+from checker.errors import CheckerError
+from checker.lang import expr as E
+from checker.lang.expr import BOOL, INT, EnumType, Expr
+from checker.lang.machine import Machine, Property, Slot
+
+GROUP = 64  # candidates compiled and evaluated together (bounds memory per level)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    expr: Expr
+    source: str  # the predicate as spec source, over the state `s`
+
+
+@dataclass
+class InferOptions:
+    max_states: int = 2_000_000  # more reachable states than this: use random walks
+    walks: int = 2000
+    walk_steps: int = 60
+    seed: int = 0
+    timeout: float | None = None
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class InferResult:
+    candidates: int
+    after_states: int
+    survivors: list[Candidate]
+    states: int  # reachable states the candidates were tested on
+    sampled: bool  # True if the states came from random walks, not every reachable one
+    proves: bool  # the invariants are inductive together with the survivors
+    needed: list[str] = field(default_factory=list)  # lemma names the proof used
+    dropped_invariants: list[str] = field(default_factory=list)
+    houdini_rounds: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+# --- templates ------------------------------------------------------------------------
+
+def _ref(slot: Slot) -> str:
+    return f"s.{slot.name}"
+
+
+def _var(slot: Slot) -> Expr:
+    return E.var(slot.index, slot.leaf.sort, slot.lo, slot.hi)
+
+
+def candidates(machine: Machine) -> list[Candidate]:
+    """Every template instance over the machine's slots, in a fixed order."""
+    ints = [s for s in machine.slots if s.leaf.sort == INT]
+    comparisons: list[Candidate] = []
+    for i, a in enumerate(ints):
+        for b in ints[i + 1:]:
+            if a.hi < b.lo or b.hi < a.lo:
+                continue  # never comparable: different kinds of number
+            va, vb = _var(a), _var(b)
+            for expr, text in ((E.lt(va, vb), f"{_ref(a)} < {_ref(b)}"),
+                               (E.le(va, vb), f"{_ref(a)} <= {_ref(b)}"),
+                               (E.eq(va, vb), f"{_ref(a)} == {_ref(b)}"),
+                               (E.lt(vb, va), f"{_ref(b)} < {_ref(a)}"),
+                               (E.le(vb, va), f"{_ref(b)} <= {_ref(a)}")):
+                if not expr.is_const:
+                    comparisons.append(Candidate(expr, text))
+    for a in ints:  # against the slot's own bounds: sentinels, room left in a buffer
+        va = _var(a)
+        for expr, text in ((E.eq(va, a.lo), f"{_ref(a)} == {a.lo}"),
+                           (E.lt(a.lo, va), f"{_ref(a)} > {a.lo}"),
+                           (E.lt(va, a.hi), f"{_ref(a)} < {a.hi}")):
+            if not expr.is_const:
+                comparisons.append(Candidate(expr, text))
+    guards: list[tuple[Expr, str]] = []
+    for s in machine.slots:
+        if isinstance(s.leaf.sort, EnumType):
+            for member in s.leaf.sort:
+                guards.append((E.eq(_var(s), member), f"{_ref(s)} == {s.leaf.sort.name}."
+                                                      f"{member.member}"))
+        elif s.leaf.sort == BOOL:
+            guards.append((_var(s), _ref(s)))
+            guards.append((E.Not(_var(s)), f"Not({_ref(s)})"))
+    out = list(comparisons)
+    for g, gtext in guards:
+        out += [Candidate(E.Implies(g, c.expr), f"Implies({gtext}, {c.source})")
+                for c in comparisons]
+    return out
+
+
+# --- filtering by reachable states ---------------------------------------------------
+
+class _Filter:
+    """Candidates still true in every state seen so far."""
+
+    def __init__(self, cands: list[Candidate]):
+        self.cands = cands
+        self.alive = np.ones(len(cands), dtype=bool)
+        self.groups = [list(range(lo, min(lo + GROUP, len(cands))))
+                       for lo in range(0, len(cands), GROUP)]
+        self._fns: dict[int, Callable] = {}
+        self.states = 0
+
+    def see(self, read: Callable[[int], np.ndarray], n: int) -> None:
+        self.states += n
+        for g, members in enumerate(self.groups):
+            live = [i for i in members if self.alive[i]]
+            if not live:
+                continue
+            fn = self._fns.get(g)
+            if fn is None:
+                exprs = [self.cands[i].expr for i in members]
+                fn = self._fns[g] = compile_batch(exprs, dtype_for(exprs), f"cands_{g}")
+            outs = fn(read, read)
+            for i, out in zip(members, outs, strict=True):
+                if self.alive[i] and not np.all(out):
+                    self.alive[i] = False
+
+
+def _walk_states(machine: Machine, options: InferOptions) -> np.ndarray:
+    """States of seeded random walks, as an (n, slots) array."""
+    rng = random.Random(options.seed)
+    scalar = ScalarMachine(machine)
+    inits = [s for s in machine.init_states if scalar.within_constraints(s)]
+    seen: dict[tuple[int, ...], None] = {}
+    for _ in range(options.walks):
+        state = rng.choice(inits)
+        seen.setdefault(state, None)
+        for _ in range(options.walk_steps):
+            succ = [t for _, t in scalar.successors(state) if scalar.within_constraints(t)]
+            if not succ:
+                break
+            state = rng.choice(succ)
+            seen.setdefault(state, None)
+    return np.array(list(seen), dtype=np.int64)
+
+
+# --- Houdini --------------------------------------------------------------------------
+
+NO_ERROR = "(no action errs)"
+
+
+def houdini(machine: Machine, props: list[Property], timeout: float | None,
+            progress: Callable[[str], None] | None) -> tuple[set[str], int]:
+    """The largest subset of `props` that is inductive with one step, with the
+    invariants, the step invariants and "no action errs" as members that may fall
+    like any candidate: returns (surviving names, rounds)."""
+    u = Unrolling(machine)
+    solver = new_solver(None if timeout is None else int(timeout * 1000))
+    solver.add(u.admissible(0), u.step(0), u.enc.domain(u.state(1)))
+    pool = machine.invariants + props
+    pre = {p.name: u.prop_holds(p, 0) for p in pool}
+    post = {p.name: u.prop_holds(p, 1) for p in pool}
+    pre[NO_ERROR], post[NO_ERROR] = u.no_error(0), u.no_error(1)
+    steps = {p.name: u.step_prop_holds(p, 1) for p in machine.step_invariants}
+    lits = {name: z3.Bool(f"cand:{name}") for name in pre}
+    for name, term in pre.items():
+        solver.add(z3.Implies(lits[name], term))
+    explored = z3.And([u._holds(p.expr, u.state(1)) for p in machine.constraints])
+    alive = list(steps) + list(pre)
+    rounds = 0
+    while True:
+        rounds += 1
+        goal = z3.And(*[steps[n] for n in alive if n in steps],
+                      z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
+        solver.push()
+        solver.add(z3.Not(goal))
+        answer = solver.check(*[lits[n] for n in alive if n in lits])
+        if answer == z3.unknown:
+            raise CheckerError(f"infer: the solver gave up during Houdini "
+                               f"({solver.reason_unknown()})")
+        if answer == z3.unsat:
+            solver.pop()
+            return set(alive), rounds
+        model = solver.model()
+        on = z3.is_true(model.eval(explored, model_completion=True))
+        fell = [n for n in alive if z3.is_false(model.eval(
+            steps[n] if n in steps else post[n], model_completion=True))
+            and (n in steps or on)]
+        solver.pop()
+        alive = [n for n in alive if n not in fell]
+        if progress:
+            named = ", ".join(n for n in fell if not n.startswith("Inferred"))
+            progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | {len(alive):>5} "
+                     f"left" + (f" | fell: {named}" if named else ""))
+
+
+# --- the whole pipeline ---------------------------------------------------------------
+
+def infer(machine: Machine, options: InferOptions) -> InferResult:
+    """Candidates -> reachable-state filter -> Houdini -> the lemmas a proof needs."""
+    started = time.perf_counter()
+    say = options.progress or (lambda line: None)
+    cands = candidates(machine)
+    filt = _Filter(cands)
+    say(f"{len(cands):,} candidates from templates")
+
+    class _TooBig(Exception):
+        pass
+
+    def on_level(read: Callable[[int], np.ndarray], n: int) -> None:
+        if filt.states + n > options.max_states:
+            raise _TooBig
+        filt.see(read, n)
+
+    sampled = False
+    try:
+        result = check(machine, BfsOptions(deadlock=False, on_level=on_level))
+        if result.violation is not None:
+            raise CheckerError(f"infer: the model violates {result.violation.name} "
+                               f"(see `ctmc check`); lemmas are inferred for models that hold")
+    except _TooBig:
+        sampled = True
+        filt = _Filter(cands)
+        states = _walk_states(machine, options)
+        bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
+        filt.see(slot_reader(states, bools, np.dtype(np.int64)), len(states))
+    say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
+        f"{'sampled' if sampled else 'reachable'} states")
+    kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
+    props = [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
+    t0 = time.perf_counter()
+    alive, rounds = houdini(machine, props, options.timeout, options.progress)
+    houdini_seconds = time.perf_counter() - t0
+    survivors = [(p, c) for p, c in zip(props, kept, strict=True) if p.name in alive]
+    dropped = [n for n in [p.name for p in machine.invariants + machine.step_invariants]
+               + [NO_ERROR] if n not in alive]
+    out = InferResult(len(cands), len(kept), [c for _, c in survivors], filt.states, sampled,
+                      proves=False, dropped_invariants=dropped, houdini_rounds=rounds)
+    if not dropped:
+        with_lemmas = dataclasses.replace(machine, lemmas=[p for p, _ in survivors])
+        proof = prove(with_lemmas, ProveOptions(k=1, timeout=options.timeout))
+        out.proves = proof.outcome == PROVED
+        out.needed = proof.lemmas_used
+    names = {p.name: c for p, c in survivors}
+    out.survivors = [names[n] for n in out.needed] if out.proves else out.survivors
+    out.stats = {"houdini_seconds": round(houdini_seconds, 3),
+                 "seconds": round(time.perf_counter() - started, 3)}
+    return out
+
+
+def as_source(cands: list[Candidate], prefix: str = "Inferred") -> str:
+    """Lemmas as spec source to paste into a build function (`m` is the builder)."""
+    blocks = []
+    for i, c in enumerate(cands):
+        blocks.append(f"@m.lemma\ndef {prefix}{i}(s):  # noqa: N802\n"
+                      f"    \"\"\"Inferred by ctmc infer.\"\"\"\n    return {c.source}\n")
+    return "\n".join(blocks)

@@ -1,0 +1,284 @@
+"""The Z3 engines: BMC against BFS, k-induction with lemma cores, CTIs, infer, the CLI.
+
+The cross-check with BFS is the heart of it: on every mutation model small enough
+for CI, BMC's counterexample has the length of BFS's shortest and names the same
+property, and on shrunken holds models BMC finds nothing up to the BFS diameter.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import cli
+from checker.engines.bfs import BfsOptions, check
+from checker.engines.bmc import BmcOptions, bmc
+from checker.engines.induction import NOT_INDUCTIVE, PROVED, ProveOptions, prove
+from checker.engines.infer import InferOptions, as_source, infer
+from checker.engines.result import HOLDS, VIOLATED
+from checker.lang import Implies, Int, Spec, require
+from checker.models import build_machine, load_model
+from checker.traces.itf import write_trace
+from checker.traces.replay import check_trace
+from tests.model_folders import write_models
+from tests.z3_specs import LOCKSTEP
+
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+# the mutation models BMC reaches in seconds (the others are in bench/z3_engines.py --suite)
+MUTATIONS = ["mutation_carry_own_bucket_ts", "mutation_heap_ignores_tracked",
+             "mutation_no_forward_above_bucket", "mutation_reset_cur_on_prev_exit",
+             "log_driven_mutation_side_close_with_inflight"]
+# holds models, shrunk so BMC to the full BFS diameter takes seconds
+SMALL = {"requests": "2", "max_now": "2"}
+HOLDS_MODELS = [("tracker_small", SMALL), ("tracker_heap", SMALL),
+                ("tracker_keep_cur_ts", SMALL), ("tracker_close_before_exit", SMALL)]
+
+
+def _machine(name: str, overrides: dict[str, str] | None = None):
+    model = load_model(name, MODELS_DIR)
+    return model, build_machine(model, overrides)
+
+
+@pytest.mark.parametrize("name", MUTATIONS)
+def test_bmc_finds_a_counterexample_as_short_as_bfs(name: str, tmp_path: Path) -> None:
+    model, machine = _machine(name)
+    deadlock = model.engine["deadlock"]
+    shortest = check(machine, BfsOptions(deadlock=deadlock))
+    assert shortest.outcome == VIOLATED and shortest.violation is not None
+    length = len(shortest.violation.trace)
+    found = bmc(machine, BmcOptions(depth=length, deadlock=deadlock))
+    assert found.outcome == VIOLATED and found.violation is not None
+    assert len(found.violation.trace) == length
+    assert found.violation.name == shortest.violation.name
+    path = tmp_path / "cex.itf.json"
+    write_trace(found.violation.trace, path)
+    replayed, violated = check_trace(path)
+    assert found.violation.name in violated
+    assert replayed.states == found.violation.trace.states
+
+
+@pytest.mark.parametrize(("name", "overrides"), HOLDS_MODELS, ids=[n for n, _ in HOLDS_MODELS])
+def test_bmc_finds_nothing_up_to_the_bfs_diameter(name: str, overrides: dict) -> None:
+    model, machine = _machine(name, overrides)
+    explored = check(machine, BfsOptions(deadlock=model.engine["deadlock"]))
+    assert explored.outcome == HOLDS and explored.stats["diameter"] >= 4
+    result = bmc(machine, BmcOptions(depth=explored.stats["diameter"],
+                                     deadlock=model.engine["deadlock"]))
+    assert result.outcome == HOLDS and not result.complete
+    assert result.stats["depth"] == explored.stats["diameter"]
+
+
+def test_bmc_reports_a_deadlock_at_bfs_depth() -> None:
+    machine = LOCKSTEP.instantiate()
+    bfs = check(machine, BfsOptions(deadlock=True))
+    found = bmc(machine, BmcOptions(depth=5, deadlock=True))
+    assert found.violation is not None and bfs.violation is not None
+    assert found.violation.name == "Deadlock" == bfs.violation.name
+    assert len(found.violation.trace) == len(bfs.violation.trace) == 3
+
+
+def test_bmc_gives_the_same_counterexample_every_run() -> None:
+    _, machine = _machine("mutation_reset_cur_on_prev_exit")
+    runs = [bmc(machine, BmcOptions(depth=7)).violation for _ in range(2)]
+    assert runs[0] is not None and runs[1] is not None
+    assert runs[0].trace.states == runs[1].trace.states
+    assert [a and a.id for a in runs[0].trace.actions] == \
+        [a and a.id for a in runs[1].trace.actions]
+
+
+def test_prove_reports_the_lemmas_the_proof_needed() -> None:
+    result = prove(LOCKSTEP.instantiate(), ProveOptions(k=1))
+    assert result.outcome == PROVED
+    assert result.lemmas_used == ["InStep"] and result.lemmas_unused == ["Positive"]
+
+
+def test_without_its_lemma_the_invariant_has_a_counterexample_to_induction(
+        tmp_path: Path) -> None:
+    import dataclasses
+
+    machine = dataclasses.replace(LOCKSTEP.instantiate(), lemmas=[])
+    result = prove(machine, ProveOptions(k=1))
+    assert result.outcome == NOT_INDUCTIVE and result.violation is not None
+    trace = result.violation.trace
+    start, end = machine.decode(trace.states[0]), machine.decode(trace.states[-1])
+    assert start["y"] == 3 and start["x"] < 3 and end["y"] == 4  # unreachable: x != y
+    assert "unreachable-or-unknown" in result.violation.message
+    path = tmp_path / "cti.itf.json"
+    write_trace(trace, path)
+    replayed, violated = check_trace(path)
+    assert "YSmall" in violated and replayed.states == trace.states
+
+
+def test_k_induction_needs_no_lemma_when_k_covers_the_unreachable_prefix() -> None:
+    import dataclasses
+
+    machine = dataclasses.replace(LOCKSTEP.instantiate(), lemmas=[])
+    # four inc steps ending at y = 4 need x < 3 before each, so x would start below 0:
+    # no 4-step path of YSmall states leaves YSmall, although 1-step ones do
+    assert prove(machine, ProveOptions(k=4)).outcome == PROVED
+
+
+def test_tracker_invariants_are_proved_with_the_spec_lemmas() -> None:
+    _, machine = _machine("tracker_small", {"requests": "3", "max_now": "40", "max_ts": "4"})
+    result = prove(machine, ProveOptions(k=1))
+    assert result.outcome == PROVED, result.message
+    assert result.lemmas_used
+
+
+def test_infer_finds_the_strengthening_and_it_pastes_as_a_lemma() -> None:
+    result = infer(LOCKSTEP.instantiate(), InferOptions())
+    assert result.proves and not result.sampled
+    assert any(c.source == "s.x == s.y" for c in result.survivors)
+    source = as_source(result.survivors)
+    pasted = Spec("pasted", "lockstep with the inferred lemmas pasted in")
+
+    @pasted.build
+    def _build(m, p):
+        m.var("x", Int(0, 9), init=0)
+        m.var("y", Int(0, 9), init=0)
+
+        @m.action()
+        def inc(s):
+            require(s.x < 3)
+            s.x = s.x + 1
+            s.y = s.y + 1
+
+        @m.invariant
+        def YSmall(s):  # noqa: N802
+            return s.y <= 3
+
+        exec(source, {"m": m, "Implies": Implies})  # noqa: S102 - the code under test
+
+    machine = pasted.instantiate()
+    assert machine.lemmas
+    assert prove(machine, ProveOptions(k=1)).outcome == PROVED
+
+
+def test_infer_falls_back_to_random_walks_for_big_models() -> None:
+    result = infer(LOCKSTEP.instantiate(), InferOptions(max_states=2, walks=5))
+    assert result.sampled and result.states == 4 and result.proves
+
+
+# --- the command line ----------------------------------------------------------------
+
+LOCKSTEP_REF = "tests.z3_specs:LOCKSTEP"
+CLI_MODELS = {
+    "lockstep": f"""
+spec = "{LOCKSTEP_REF}"
+[engine]
+deadlock = false
+[proof]
+k = 1
+[proof.params]
+limit = 7
+""",
+    "skewed": f"""
+spec = "{LOCKSTEP_REF}"
+mutations = ["skew"]
+invariants = ["YSmall"]
+[engine]
+deadlock = false
+[expect]
+outcome = "violates YSmall"
+""",
+    "bad_lemma": f"""
+spec = "{LOCKSTEP_REF}"
+[params]
+bad_lemma = true
+""",
+    "bad_proof": f"""
+spec = "{LOCKSTEP_REF}"
+[proof]
+k = 0
+""",
+}
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch) -> Path:
+    return write_models(tmp_path, monkeypatch, CLI_MODELS)
+
+
+def run(models: Path, *args: str) -> Result:
+    return CliRunner().invoke(cli.main, ["--models-dir", str(models), *args])
+
+
+def test_cli_prove_uses_the_proof_params_and_names_the_lemmas(models: Path) -> None:
+    result = run(models, "prove", "lockstep", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["outcome"] == "proved" and report["params"]["limit"] == 7
+    assert report["lemmas_used"] == ["InStep"] and report["lemmas_unused"] == ["Positive"]
+
+
+def test_cli_mutation_prove_gives_a_cti_and_bmc_a_real_trace(models: Path) -> None:
+    proof = run(models, "prove", "skewed")
+    assert proof.exit_code == 3, proof.output
+    assert "not inductive" in proof.stdout and "may be unreachable" in proof.stdout
+    cti = Path("traces/skewed-cti-YSmall.itf.json")
+    shown = run(models, "trace", "show", str(cti))
+    assert shown.exit_code == 0 and "may be unreachable" in shown.stdout
+    assert run(models, "trace", "check", str(cti)).exit_code == 0
+    found = run(models, "bmc", "skewed", "--depth", "5")
+    assert found.exit_code == 1, found.output
+    assert "3-step trace" in found.stdout and "as expected" in found.stdout
+    assert "depth   3" in found.stderr  # progress per depth
+    checked = run(models, "trace", "check", "traces/skewed-YSmall.itf.json")
+    assert checked.exit_code == 0 and "violates YSmall" in checked.stdout
+
+
+def test_cli_timeout_is_unknown_never_proved(models: Path) -> None:
+    result = run(models, "bmc", str(MODELS_DIR / "tracker_small.toml"), "--depth", "11",
+                 "--timeout", "0.2", "-q")
+    assert result.exit_code == 3, result.output
+    assert "unknown" in result.stdout and "not a proof" in result.stdout
+
+
+def test_cli_infer_prints_lemmas_that_prove(models: Path) -> None:
+    result = run(models, "infer", "lockstep", "-q")
+    assert result.exit_code == 0, result.output
+    assert "@m.lemma" in result.stdout and "s.x == s.y" in result.stdout
+    assert "they prove every invariant" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("bmc", "lockstep", "--depth", "0"), "--depth"),
+    (("bmc", "lockstep", "--depth", "two"), "--depth"),
+    (("prove", "lockstep", "--k", "0"), "--k"),
+    (("prove", "lockstep", "--timeout", "-1"), "--timeout"),
+    (("prove", "bad_lemma"), "BadLemma must return a bool expression"),
+    (("bmc", "bad_proof"), "proof.k must be a positive integer"),
+    (("infer", "lockstep", "--set", "limit=x"), "limit"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(models: Path, args: tuple, needle: str) -> None:
+    result = run(models, *args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    assert needle in lines[0]
+
+
+def test_an_unsupported_construct_in_a_spec_is_one_line(models: Path, tmp_path: Path) -> None:
+    (tmp_path / "times.py").write_text(
+        "from checker.lang import Int, Spec\n"
+        "TIMES = Spec('times')\n"
+        "@TIMES.build\n"
+        "def _b(m, p):\n"
+        "    m.var('x', Int(0, 3), init=0)\n"
+        "    @m.action()\n"
+        "    def double(s):\n"
+        "        s.x = s.x * 2\n")
+    (models / "times.toml").write_text('spec = "times:TIMES"\n')
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        result = run(models, "prove", "times")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1
+    assert "multiplication is not in the spec language" in result.stderr
