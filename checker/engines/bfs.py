@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -27,12 +26,12 @@ import numpy as np
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, CheckResult
+from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
 from checker.engines.successors import Kernel
 from checker.engines.visited import LevelDedup, VisitedSet
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import U64, collision_probability
+from checker.packing import U64
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-1"
@@ -251,33 +250,20 @@ def _progress_line(search: _Search, started: float, note: str) -> str:
 
 
 def _stats(search: _Search, started: float) -> dict:
-    seconds = time.perf_counter() - started + search.seconds_before
     distinct = len(search.visited)
-    layout = search.kernel.layout
     record_bytes = search.visited.nbytes + sum(p.nbytes + a.nbytes
                                                for p, a in zip(search.parents, search.actions,
                                                                strict=True))
-    stats = {
-        "distinct_states": distinct,
-        "generated": search.generated,
-        "diameter": search.depth,
-        "seconds": round(seconds, 3),
-        "states_per_second": round(distinct / seconds) if seconds > 0 else 0,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "bytes_per_state": round(record_bytes / distinct, 2) if distinct else 0.0,
-        "state_bits": layout.bits,
-        "fingerprint": "exact" if layout.exact else "hashed",
-        "collision_probability": 0.0 if layout.exact else collision_probability(
-            distinct, search.generated),
-        "action_instances": search.kernel.n_actions,
-    }
+    stats = search_stats(distinct, search.generated, search.depth,
+                         time.perf_counter() - started + search.seconds_before,
+                         search.kernel.layout, search.kernel.n_actions)
+    stats["bytes_per_state"] = round(record_bytes / distinct, 2) if distinct else 0.0
     return stats
 
 
 def _coverage(search: _Search) -> list[dict]:
     assert search.enabled is not None and search.new_states is not None
-    return [{"action": a.label, "name": a.name, "enabled": int(search.enabled[a.id]),
-             "new_states": int(search.new_states[a.id])} for a in search.machine.actions]
+    return coverage_rows(search.machine, search.enabled, search.new_states)
 
 
 def _finish(search: _Search, started: float, complete: bool) -> CheckResult:

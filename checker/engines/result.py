@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from checker.lang.machine import Machine
+from checker.packing import collision_probability
 from checker.traces.trace import Trace
 
 HOLDS = "holds"
@@ -37,3 +42,28 @@ class CheckResult:
             return self.outcome
         assert self.violation is not None
         return f"violates {self.violation.name}"
+
+
+def search_stats(distinct: int, generated: int, diameter: int, seconds: float,
+                 layout: Any, action_instances: int) -> dict[str, Any]:
+    """The figures every explicit-state search reports, whatever engine ran it."""
+    return {
+        "distinct_states": distinct,
+        "generated": generated,
+        "diameter": diameter,
+        "seconds": round(seconds, 3),
+        "states_per_second": round(distinct / seconds) if seconds > 0 else 0,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "state_bits": layout.bits,
+        "fingerprint": "exact" if layout.exact else "hashed",
+        "collision_probability": 0.0 if layout.exact else collision_probability(
+            distinct, generated),
+        "action_instances": action_instances,
+    }
+
+
+def coverage_rows(machine: Machine, enabled: np.ndarray,
+                  new_states: np.ndarray) -> list[dict[str, Any]]:
+    """Per action instance: how often it was enabled and how many new states it made."""
+    return [{"action": a.label, "name": a.name, "enabled": int(enabled[a.id]),
+             "new_states": int(new_states[a.id])} for a in machine.actions]

@@ -28,7 +28,6 @@ import hashlib
 import importlib
 import os
 import re
-import resource
 import socket
 import sys
 import tempfile
@@ -52,7 +51,7 @@ from pyspark.sql import functions as F
 from checker.backends.scalar import ScalarMachine
 from checker.engines import spark_run_dir
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, CheckResult
+from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
 from checker.engines.spark_levels import (
     DedupeSummary,
     ExpandSummary,
@@ -68,7 +67,7 @@ from checker.engines.spark_run_dir import Progress, RunDir
 from checker.engines.successors import Kernel
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import U64, collision_probability
+from checker.packing import U64
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "spark-1"
@@ -523,33 +522,22 @@ def _violation(run: _Run, level: _Level) -> _Found | None:
 # --- results ------------------------------------------------------------------------------------
 
 def _stats(run: _Run) -> dict[str, Any]:
-    progress, layout = run.progress, run.kernel.layout
+    progress = run.progress
     distinct = sum(progress.sizes)
-    seconds = run.elapsed()
     parquet = sum(run.run_dir.parquet_bytes(k) for k in range(len(progress.sizes)))
-    return {
-        "distinct_states": distinct,
-        "generated": progress.generated,
-        "diameter": run.depth,
-        "seconds": round(seconds, 3),
-        "states_per_second": round(distinct / seconds) if seconds > 0 else 0,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    stats = search_stats(distinct, progress.generated, run.depth, run.elapsed(),
+                         run.kernel.layout, run.kernel.n_actions)
+    stats.update({
         "parquet_bytes": parquet,
         "parquet_bytes_per_state": round(parquet / distinct, 2) if distinct else 0.0,
-        "state_bits": layout.bits,
-        "fingerprint": "exact" if layout.exact else "hashed",
-        "collision_probability": 0.0 if layout.exact else collision_probability(
-            distinct, progress.generated),
-        "action_instances": run.kernel.n_actions,
         "partitions": run.run_dir.partitions,
         "run_dir": str(run.run_dir.path),
-    }
+    })
+    return stats
 
 
 def _coverage(run: _Run) -> list[dict]:
-    p = run.progress
-    return [{"action": a.label, "name": a.name, "enabled": int(p.enabled[a.id]),
-             "new_states": int(p.new_states[a.id])} for a in run.machine.actions]
+    return coverage_rows(run.machine, run.progress.enabled, run.progress.new_states)
 
 
 def _finish(run: _Run, complete: bool) -> CheckResult:
