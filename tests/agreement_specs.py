@@ -27,6 +27,7 @@ from checker.lang import (
     Spec,
     require,
 )
+from spec.log_driven import LOG_DRIVEN
 
 ARITH = Spec("agreement_arith", "every scalar operator on ints and bools")
 ARITH.param("bound", 3, "ints range over -bound..bound")
@@ -196,24 +197,11 @@ def _arrays(m, p):
                   after.a[before.i] <= before.a[after.i])
 
 
-def _log_driven_variant(name: str, **defaults: object) -> Spec:
-    """The log-driven spec with other defaults, so the agreement test (which builds
-    every spec with its defaults) also covers the two-range components."""
-    from spec.log_driven import LOG_DRIVEN
-
-    variant = Spec(name, doc=f"log_driven with {defaults}")
-    for decl in LOG_DRIVEN.params.values():
-        variant.param(decl.name, defaults.get(decl.name, decl.default), decl.doc,
-                      min=decl.min, max=decl.max, choices=decl.choices)
-    for mutation, doc in LOG_DRIVEN.mutations.items():
-        variant.mutation(mutation, doc)
-    variant.build(LOG_DRIVEN._build)
-    return variant
-
-
-LOG_DRIVEN_SPLIT = _log_driven_variant(
+# The log-driven spec with other defaults, so that this test, which builds every spec with
+# its defaults, also covers the two-range components.
+LOG_DRIVEN_SPLIT = LOG_DRIVEN.with_defaults(
     "log_driven_split", structure="split", side_transport=True, stream_breaks=True,
     duplicate=True, writes=2)
-LOG_DRIVEN_MERGE = _log_driven_variant(
+LOG_DRIVEN_MERGE = LOG_DRIVEN.with_defaults(
     "log_driven_merge", structure="merge", side_transport=True, lease_changes=1, lead=1,
     policy_flip=True, writes=2)

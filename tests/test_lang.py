@@ -185,3 +185,14 @@ def test_initial_states_from_a_parameterised_init():
     assert machine.init_states == [(0, 0), (2, 0)]
     result = check(machine, BfsOptions(deadlock=False))
     assert result.stats["distinct_states"] == 4
+
+
+def test_with_defaults_builds_the_same_spec_with_other_defaults():
+    from tests.specs.counter import COUNTER
+
+    bigger = COUNTER.with_defaults("counter_9", n=9)
+    assert bigger.params["n"].default == 9 and COUNTER.params["n"].default == 5
+    result = check(bigger.instantiate(), BfsOptions())
+    assert result.stats["distinct_states"] == 10  # 0..9
+    with pytest.raises(SpecError, match="no parameter 'm'"):
+        COUNTER.with_defaults("counter_m", m=1)

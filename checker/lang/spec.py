@@ -154,6 +154,20 @@ class Spec:
         self._build = fn
         return fn
 
+    def with_defaults(self, name: str, **defaults: Any) -> Spec:
+        """The same spec under another name with other parameter defaults: for checks
+        that build every spec with its defaults, such as backend agreement."""
+        variant = Spec(name, doc=f"{self.name} with {defaults}")
+        variant.module = sys._getframe(1).f_globals.get("__name__", "")
+        for decl in self.params.values():
+            variant.param(decl.name, defaults.pop(decl.name, decl.default), decl.doc,
+                          min=decl.min, max=decl.max, choices=decl.choices)
+        if defaults:
+            raise SpecError(f"spec {self.name} has no parameter {sorted(defaults)[0]!r}")
+        variant.mutations = dict(self.mutations)
+        variant._build = self._build
+        return variant
+
     def resolve(self, overrides: dict[str, Any] | None = None, where: str = "parameters",
                 mutations: Iterable[str] = ()) -> Params:
         values = {name: decl.default for name, decl in self.params.items()}
