@@ -1,20 +1,26 @@
 """Seconds per BMC depth and per proof, for the tracker and the log-driven core.
 
-    python bench/z3_engines.py            # the figures below
-    python bench/z3_engines.py --suite    # also: BMC vs BFS on every model in models/
+    python bench/z3_engines.py                    # the figures below
+    python bench/z3_engines.py --suite            # also: BMC vs BFS on every model
+    python bench/z3_engines.py --suite --only log_driven_mutation --timeout 300
 
 Prints, for each model: BMC's seconds at each depth (up to its first counterexample
 or the given depth), and for proofs the base case, inductive step and lemma-core
 seconds with the lemmas the proof used. `--suite` runs BFS on each model, then BMC to
 the BFS counterexample length (mutations) or diameter (holds models), and prints
-whether the lengths agree. Figures, not assertions: tests never check timings.
+whether the lengths agree; a BMC run past `--timeout` is reported as unknown, not as
+agreement. Each run is a child process, so its peak resident memory (Z3's included)
+is its own. Figures, not assertions: tests never check timings.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -31,26 +37,48 @@ BMC_RUNS = [  # (model, overrides, depth)
     ("tracker_small", {}, 8),
     ("log_driven_mutation_side_close_with_inflight", {}, 8),
     ("log_driven_tiny", {}, 8),
+    ("log_driven_mutation_no_floor_on_track", {}, 12),
 ]
 PROOFS = [  # (model, overrides, use the model's [proof.params])
     ("tracker_small", {}, False),
     ("tracker_small", {}, True),
     ("tracker_small", {"requests": "8", "max_now": "1000000", "max_ts": "32"}, True),
+    # the single-range log-driven core (spec/log_driven/lemmas.py)
+    ("log_driven_tiny", {}, False),
+    ("log_driven_core", {"writes": "3"}, True),
+    ("log_driven_core", {"writes": "3", "duplicate": "true"}, True),
+    ("log_driven_core", {}, True),
 ]
 
 
-def bench_bmc(name: str, overrides: dict, depth: int) -> None:
+def in_child(run: Callable[..., str], *args: object) -> None:
+    """Run one measurement in a fresh process and print its line with that process's
+    peak resident memory (Linux reports ru_maxrss in KiB)."""
+    queue: multiprocessing.Queue = multiprocessing.Queue()
+
+    def body() -> None:
+        line = run(*args)
+        queue.put(f"{line} | peak RSS "
+                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+    child = multiprocessing.get_context("fork").Process(target=body)
+    child.start()
+    print(queue.get(), flush=True)
+    child.join()
+
+
+def bench_bmc(name: str, overrides: dict, depth: int) -> str:
     model = load_model(name, MODELS)
     machine = build_machine(model, overrides)
     result = bmc(machine, BmcOptions(depth=depth, deadlock=model.engine["deadlock"]))
     per = ", ".join(f"{d}:{s:.2f}" for d, s in enumerate(result.stats["seconds_per_depth"]))
     found = f"{len(result.violation.trace)}-step {result.violation.name}" \
         if result.violation else "nothing"
-    print(f"bmc   {name:<48} depth:seconds {per} | total {result.stats['seconds']:.2f} s | "
-          f"found {found}", flush=True)
+    return (f"bmc   {name:<48} depth:seconds {per} | total {result.stats['seconds']:.2f} s | "
+            f"found {found}")
 
 
-def bench_proof(name: str, overrides: dict, sized: bool) -> None:
+def bench_proof(name: str, overrides: dict, sized: bool) -> str:
     model = load_model(name, MODELS)
     machine = build_machine(model, overrides, proof=sized)
     t0 = time.perf_counter()
@@ -58,41 +86,54 @@ def bench_proof(name: str, overrides: dict, sized: bool) -> None:
     seconds = time.perf_counter() - t0
     params = ", ".join(f"{k}={v}" for k, v in machine.params.items()
                        if isinstance(v, int) and not isinstance(v, bool))
-    print(f"prove {name:<48} ({params}) {result.outcome} in {seconds:.2f} s "
-          f"(base {result.stats.get('base_seconds')}, step {result.stats.get('step_seconds')}, "
-          f"cores {result.stats.get('core_seconds')}); lemmas used: "
-          f"{', '.join(result.lemmas_used) or 'none'}", flush=True)
+    return (f"prove {name:<48} ({params}) {result.outcome} in {seconds:.2f} s "
+            f"(base {result.stats.get('base_seconds')}, step {result.stats.get('step_seconds')}, "
+            f"cores {result.stats.get('core_seconds')}); lemmas used: "
+            f"{', '.join(result.lemmas_used) or 'none'}")
 
 
-def suite() -> None:
-    for path in list_models(MODELS):
-        model = load_model(path, MODELS)
-        machine = build_machine(model)
-        deadlock = model.engine["deadlock"]
-        t0 = time.perf_counter()
-        bfs = check(machine, BfsOptions(deadlock=deadlock))
-        bfs_s = time.perf_counter() - t0
-        depth = len(bfs.violation.trace) if bfs.violation else bfs.stats["diameter"]
-        t0 = time.perf_counter()
-        got = bmc(machine, BmcOptions(depth=depth, deadlock=deadlock, timeout=1800))
-        bmc_s = time.perf_counter() - t0
-        got_len = len(got.violation.trace) if got.violation else None
-        agree = (got_len == depth) if bfs.violation else got.violation is None
-        print(f"suite {model.name:<48} bfs {bfs.expectation} at {depth} ({bfs_s:.1f} s) | "
-              f"bmc {got.expectation} {got_len or ''} ({bmc_s:.1f} s) | "
-              f"{'agree' if agree else 'DISAGREE'}", flush=True)
+def suite_entry(path: Path, timeout: float) -> str:
+    """BFS, then BMC to BFS's counterexample length or diameter: do they agree?"""
+    model = load_model(path, MODELS)
+    machine = build_machine(model)
+    deadlock = model.engine["deadlock"]
+    t0 = time.perf_counter()
+    bfs = check(machine, BfsOptions(deadlock=deadlock))
+    bfs_s = time.perf_counter() - t0
+    depth = len(bfs.violation.trace) if bfs.violation else bfs.stats["diameter"]
+    t0 = time.perf_counter()
+    got = bmc(machine, BmcOptions(depth=depth, deadlock=deadlock, timeout=timeout))
+    bmc_s = time.perf_counter() - t0
+    got_len = len(got.violation.trace) if got.violation else None
+    if got.outcome == "unknown":
+        verdict = f"unknown (timeout, depth {got.stats['depth']} of {depth} done)"
+    elif bfs.violation:
+        same = got_len == depth and got.violation.name == bfs.violation.name
+        verdict = "agree" if same else "DISAGREE"
+    else:
+        verdict = "agree" if got.violation is None else "DISAGREE"
+    return (f"suite {model.name:<48} bfs {bfs.expectation} at {depth} ({bfs_s:.1f} s) | "
+            f"bmc {got.expectation} {got_len or ''} ({bmc_s:.1f} s) | {verdict}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", action="store_true", help="BMC vs BFS on every model")
+    parser.add_argument("--only", default="", help="suite: models whose name contains this")
+    parser.add_argument("--timeout", type=float, default=1800,
+                        help="suite: seconds for each BMC run (default 1800)")
+    parser.add_argument("--skip-figures", action="store_true",
+                        help="only the suite, not the BMC and proof figures")
     args = parser.parse_args()
-    for run in BMC_RUNS:
-        bench_bmc(*run)
-    for run in PROOFS:
-        bench_proof(*run)
+    if not args.skip_figures:
+        for run in BMC_RUNS:
+            in_child(bench_bmc, *run)
+        for proof in PROOFS:
+            in_child(bench_proof, *proof)
     if args.suite:
-        suite()
+        for path in list_models(MODELS):
+            if args.only in path.stem:
+                in_child(suite_entry, path, args.timeout)
 
 
 if __name__ == "__main__":

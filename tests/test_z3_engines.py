@@ -197,6 +197,44 @@ k = 0
 }
 
 
+# the single-range log-driven core at log_driven_tiny's sizes, and variants of it
+CORE_VARIANTS = [{}, {"duplicate": "true"}, {"reorder": "false"}, {"tracker": "heap"},
+                 {"close_before_untrack": "true"}, {"writes": "3", "keys": "2"}]
+
+
+@pytest.mark.parametrize("overrides", CORE_VARIANTS, ids=lambda o: ",".join(o) or "default")
+def test_log_driven_core_is_proved_with_its_lemmas(overrides: dict) -> None:
+    _, machine = _machine("log_driven_tiny", overrides)
+    goals = {p.name for p in machine.invariants + machine.step_invariants}
+    assert {"NoWriteBelowClaim", "NoStaleRead", "ClaimsOrderedByLAI"} <= goals
+    result = prove(machine, ProveOptions(k=1))
+    assert result.outcome == PROVED, result.message
+    assert "AcceptedByLog" in result.lemmas_used
+
+
+def test_log_driven_core_without_lemmas_is_not_inductive() -> None:
+    import dataclasses
+
+    _, machine = _machine("log_driven_tiny")
+    result = prove(dataclasses.replace(machine, lemmas=[]), ProveOptions(k=1))
+    assert result.outcome == NOT_INDUCTIVE and result.violation is not None
+
+
+def test_log_driven_core_mutation_gives_a_cti_and_bmc_a_real_trace() -> None:
+    import dataclasses
+
+    model = load_model("log_driven_tiny", MODELS_DIR)
+    machine = build_machine(dataclasses.replace(model, mutations=("NoFloorOnTrack",)))
+    proof = prove(machine, ProveOptions(k=1))
+    assert proof.outcome == NOT_INDUCTIVE and proof.violation is not None
+    assert proof.violation.name == "TrackedAboveFloor"
+    shortest = check(machine, BfsOptions(deadlock=False))
+    assert shortest.violation is not None
+    found = bmc(machine, BmcOptions(depth=len(shortest.violation.trace)))
+    assert found.violation is not None and found.violation.name == "TrackedAboveFloor"
+    assert len(found.violation.trace) == len(shortest.violation.trace)
+
+
 @pytest.fixture
 def models(tmp_path, monkeypatch) -> Path:
     return write_models(tmp_path, monkeypatch, CLI_MODELS)

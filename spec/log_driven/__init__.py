@@ -14,6 +14,7 @@ sections to components, invariants and models):
 - `side_transport.py` closed timestamps for idle ranges, off the log
 - `restarts.py`      a restart of the side-transport sender
 - `splits.py`, `merges.py` a second range, created by a split or merged away
+- `lemmas.py`        the single-range core's inductive strengthening, for `ctmc prove`
 - `narration.py`     how a trace reads in protocol words
 """
 
@@ -24,6 +25,7 @@ from checker.lang import Int, Spec, require
 from spec.log_driven import (
     follower_reads,
     leases,
+    lemmas,
     merges,
     policy,
     proposals,
@@ -40,10 +42,10 @@ LOG_DRIVEN = Spec("log_driven", doc=(
     "Log-driven closed timestamps (2020 RFC): writes tracked while evaluating, proposals "
     "carrying a closed ts and an LAI, a Raft log that may reorder and duplicate them, "
     "per-replica application with the LAI check, and follower reads."))
-LOG_DRIVEN.param("nodes", 3, "replicas of each range (n1 holds the leases)", min=1, max=3)
+LOG_DRIVEN.param("nodes", 3, "replicas of each range (n1 holds the leases)", min=1, max=5)
 LOG_DRIVEN.param("keys", 2, "keys", min=1, max=3)
-LOG_DRIVEN.param("writes", 2, "write requests (each evaluates once)", min=1, max=3)
-LOG_DRIVEN.param("reads", 1, "follower reads recorded", min=0, max=2)
+LOG_DRIVEN.param("writes", 2, "write requests (each evaluates once)", min=1, max=6)
+LOG_DRIVEN.param("reads", 1, "follower reads recorded", min=0, max=3)
 LOG_DRIVEN.param("max_ts", 6, "the clock's bound; client timestamps are 1..max_ts", min=1)
 LOG_DRIVEN.param("target", 2, "LAG policy: close now - target; the clock starts at target",
                  min=0)
@@ -182,6 +184,7 @@ def _build(m, p):
     elif p.structure == "merge":
         merges.add(m, p, ctx)
     follower_reads.add(m, p, ctx)
+    lemmas.add(m, p, ctx)
     m.narrate(narrate)
 
 
