@@ -84,9 +84,11 @@ def bench_proof(name: str, overrides: dict, sized: bool) -> str:
     t0 = time.perf_counter()
     result = prove(machine, ProveOptions(k=model.proof["k"]))
     seconds = time.perf_counter() - t0
-    params = ", ".join(f"{k}={v}" for k, v in machine.params.items()
-                       if isinstance(v, int) and not isinstance(v, bool))
-    return (f"prove {name:<48} ({params}) {result.outcome} in {seconds:.2f} s "
+    sizes = ", ".join(f"{k}={v}" for k, v in machine.params.items()
+                      if isinstance(v, int) and not isinstance(v, bool))
+    label = name + (" [proof.params]" if sized else "") + \
+        "".join(f" {k}={v}" for k, v in overrides.items())
+    return (f"prove {label:<48} ({sizes}) {result.outcome} in {seconds:.2f} s "
             f"(base {result.stats.get('base_seconds')}, step {result.stats.get('step_seconds')}, "
             f"cores {result.stats.get('core_seconds')}); lemmas used: "
             f"{', '.join(result.lemmas_used) or 'none'}")

@@ -112,6 +112,22 @@ def test_without_its_lemma_the_invariant_has_a_counterexample_to_induction(
     assert "YSmall" in violated and replayed.states == trace.states
 
 
+def test_a_cti_is_the_least_one_whatever_the_solver_was_asked_before() -> None:
+    import dataclasses
+
+    _, core = _machine("log_driven_tiny")
+    bare = dataclasses.replace(core, lemmas=[])
+    first = prove(bare, ProveOptions(k=1)).violation
+    prove(LOCKSTEP.instantiate(), ProveOptions(k=1))  # other queries in between
+    prove(core, ProveOptions(k=1))
+    again = prove(bare, ProveOptions(k=1)).violation
+    assert first is not None and again is not None
+    assert first.trace.states == again.trace.states and first.name == again.name
+    # least first state: every slot at its smallest value the CTI allows, so the
+    # clock starts at its lower bound
+    assert bare.decode(first.trace.states[0])["now"] == 1
+
+
 def test_k_induction_needs_no_lemma_when_k_covers_the_unreachable_prefix() -> None:
     import dataclasses
 

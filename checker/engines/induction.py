@@ -165,9 +165,11 @@ class _Step:
         return [p.name for p in self.machine.lemmas if p.name in needed]
 
     def cti(self) -> Violation:
-        """The counterexample to induction in the solver's model, as a checked trace."""
+        """The least counterexample to induction (`Unrolling.canonical_from_any`), as a
+        checked trace: the same one however the process got here."""
         u, k = self.u, self.k
-        states = u.decode(self.solver.model(), k)
+        model = u.canonical_from_any(self.solver, k, list(self.lits.values()))
+        states = u.decode(model, k)
         actions = u.actions_between(states)
         bad = u.classify(states, self.deadlock)
         if bad is None:

@@ -24,7 +24,7 @@ the next, and raises if none does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import z3
@@ -105,24 +105,50 @@ class Unrolling:
         the smallest (initial state, action ids) in lexicographic order. Z3's own choice
         depends on everything the process asked it before; this one does not, and a
         path is fixed by its initial state and actions. Binary search per position."""
+        choices = [(lambda upto: self.init(0, upto), 0, self.n_inits() - 1)]
+        return self._least(solver, choices + self._action_choices(k))
+
+    def canonical_from_any(self, solver: z3.Solver, k: int,
+                           assumptions: Sequence[z3.BoolRef] = ()) -> z3.ModelRef:
+        """Like `canonical` for paths that may start anywhere (counterexamples to
+        induction): the smallest first state, slot by slot in declaration order, then
+        the smallest action ids. Small values also make the state easier to read.
+        `assumptions` are passed to every check (the lemmas' literals)."""
+        first = self.state(0)
+        choices = [((lambda upto, v=v: self._at_most(v, upto)), slot.lo, slot.hi)
+                   for v, slot in zip(first, self.machine.slots, strict=True)]
+        return self._least(solver, choices + self._action_choices(k), assumptions)
+
+    def _action_choices(self, k: int) -> list[tuple[Callable[[int], z3.BoolRef], int, int]]:
+        n = len(self.machine.actions)
+        return [((lambda upto, i=i: self.step(i, upto)), 0, n - 1) for i in range(k)]
+
+    def _at_most(self, v: z3.ExprRef, x: int) -> z3.BoolRef:
+        if z3.is_bool(v):
+            return z3.BoolVal(True) if x >= 1 else z3.Not(v)
+        return self.enc.numbers.le(v, self.enc.numbers.val(x))
+
+    @staticmethod
+    def _least(solver: z3.Solver, choices: list[tuple[Callable[[int], z3.BoolRef], int, int]],
+               assumptions: Sequence[z3.BoolRef] = ()) -> z3.ModelRef:
+        """Fix each choice in turn to the least value `c` for which `constrain(c)` (a
+        monotone "at most c") is still satisfiable, by binary search on [lo, hi]."""
         solver.push()
-        choices = [(lambda upto: self.init(0, upto), self.n_inits())]
-        choices += [((lambda upto, i=i: self.step(i, upto)), len(self.machine.actions))
-                    for i in range(k)]
-        for constrain, n in choices:
-            lo, hi = 0, n - 1
+        for constrain, lo, hi in choices:
+            first = lo
             while lo < hi:
                 mid = (lo + hi) // 2
                 solver.push()
                 solver.add(constrain(mid))
-                answer = solver.check()
+                answer = solver.check(*assumptions)
                 solver.pop()
                 if answer == z3.sat:
                     hi = mid
                 else:
                     lo = mid + 1
-            solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo else z3.BoolVal(True))
-        answer = solver.check()
+            solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo > first
+                       else z3.BoolVal(True))
+        answer = solver.check(*assumptions)
         model = solver.model() if answer == z3.sat else None
         solver.pop()
         if model is None:
