@@ -5,17 +5,19 @@
     python bench/z3_engines.py --suite --only log_driven_mutation --timeout 300
 
 Prints, for each model: BMC's seconds at each depth (up to its first counterexample
-or the given depth), and for proofs the base case, inductive step and lemma-core
-seconds with the lemmas the proof used. `--suite` runs BFS on each model, then BMC to
-the BFS counterexample length (mutations) or diameter (holds models), and prints
-whether the lengths agree; a BMC run past `--timeout` is reported as unknown, not as
-agreement. Each run is a child process, so its peak resident memory (Z3's included)
-is its own. Figures, not assertions: tests never check timings.
+or the given depth), for proofs the base case, inductive step and lemma-core
+seconds with the lemmas the proof used, and Houdini's rounds and seconds with and
+without running the states reachable from each counterexample. `--suite` runs BFS
+on each model, then BMC to the BFS counterexample length (mutations) or diameter
+(holds models), and prints whether the lengths agree; a BMC run past `--timeout`
+is reported as unknown, not as agreement. Each run is a child process, so its peak
+resident memory (Z3's included) is its own. Figures, not assertions: tests never check timings.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import resource
 import sys
@@ -28,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from checker.engines.bfs import BfsOptions, check  # noqa: E402
 from checker.engines.bmc import BmcOptions, bmc  # noqa: E402
 from checker.engines.induction import ProveOptions, prove  # noqa: E402
+from checker.engines.infer import _Filter, candidates, houdini  # noqa: E402
+from checker.lang.machine import Property  # noqa: E402
 from checker.models import build_machine, list_models, load_model  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -48,6 +52,13 @@ PROOFS = [  # (model, overrides, use the model's [proof.params])
     ("log_driven_core", {"writes": "3"}, True),
     ("log_driven_core", {"writes": "3", "duplicate": "true"}, True),
     ("log_driven_core", {}, True),
+]
+
+HOUDINI = [  # (model, overrides, candidates kept after the reachable-state filter, expand)
+    ("tracker_small", {"requests": "2"}, 0, 0),
+    ("tracker_small", {"requests": "2"}, 0, 2000),
+    ("log_driven_tiny", {}, 1500, 0),
+    ("log_driven_tiny", {}, 1500, 2000),
 ]
 
 
@@ -94,6 +105,23 @@ def bench_proof(name: str, overrides: dict, sized: bool) -> str:
             f"{', '.join(result.lemmas_used) or 'none'}")
 
 
+def bench_houdini(name: str, overrides: dict, limit: int, expand: int) -> str:
+    """Houdini alone, on the first `limit` (0: all) candidates that hold in every
+    reachable state, with or without running states from each counterexample."""
+    model = load_model(name, MODELS)
+    machine = dataclasses.replace(build_machine(model, overrides), lemmas=[])
+    cands = candidates(machine)
+    reachable = _Filter(cands)
+    check(machine, BfsOptions(deadlock=False, on_level=reachable.see))
+    props = [Property(f"Inferred{i}", c.expr, c.source)
+             for i, (c, alive) in enumerate(zip(cands, reachable.alive, strict=True)) if alive]
+    props = props[:limit or None]
+    t0 = time.perf_counter()
+    alive, rounds = houdini(machine, props, None, None, expand=expand)
+    return (f"houdini {name:<46} {len(props):>6} candidates, expand {expand:>5}: {rounds} rounds, "
+            f"{len(alive)} survive, {time.perf_counter() - t0:.1f} s")
+
+
 def suite_entry(path: Path, timeout: float) -> str:
     """BFS, then BMC to BFS's counterexample length or diameter: do they agree?"""
     model = load_model(path, MODELS)
@@ -132,6 +160,8 @@ def main() -> None:
             in_child(bench_bmc, *run)
         for proof in PROOFS:
             in_child(bench_proof, *proof)
+        for run in HOUDINI:
+            in_child(bench_houdini, *run)
     if args.suite:
         for path in list_models(MODELS):
             if args.only in path.stem:
