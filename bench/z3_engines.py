@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -62,20 +63,25 @@ HOUDINI = [  # (model, overrides, candidates kept after the reachable-state filt
 ]
 
 
-def in_child(run: Callable[..., str], *args: object) -> None:
+def in_child(run: Callable[..., Any], *args: object) -> Any:
     """Run one measurement in a fresh process and print its line with that process's
-    peak resident memory (Linux reports ru_maxrss in KiB)."""
+    peak resident memory (Linux reports ru_maxrss in KiB). A run may return (line,
+    value): the value is passed back, and an empty line is not printed."""
     queue: multiprocessing.Queue = multiprocessing.Queue()
 
     def body() -> None:
-        line = run(*args)
-        queue.put(f"{line} | peak RSS "
-                  f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+        out = run(*args)
+        line, value = out if isinstance(out, tuple) else (out, None)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        queue.put((f"{line} | peak RSS {peak:.0f} MB" if line else "", value))
 
     child = multiprocessing.get_context("fork").Process(target=body)
     child.start()
-    print(queue.get(), flush=True)
+    line, value = queue.get()
+    if line:
+        print(line, flush=True)
     child.join()
+    return value
 
 
 def bench_bmc(name: str, overrides: dict, depth: int) -> str:
@@ -122,6 +128,13 @@ def bench_houdini(name: str, overrides: dict, limit: int, expand: int) -> str:
             f"{len(alive)} survive, {time.perf_counter() - t0:.1f} s")
 
 
+def bfs_length(path: Path) -> tuple[str, int]:
+    """BFS's counterexample length, or its diameter: how deep BMC must go."""
+    model = load_model(path, MODELS)
+    bfs = check(build_machine(model), BfsOptions(deadlock=model.engine["deadlock"]))
+    return "", len(bfs.violation.trace) if bfs.violation else bfs.stats["diameter"]
+
+
 def suite_entry(path: Path, timeout: float) -> str:
     """BFS, then BMC to BFS's counterexample length or diameter: do they agree?"""
     model = load_model(path, MODELS)
@@ -152,6 +165,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help="suite: models whose name contains this")
     parser.add_argument("--timeout", type=float, default=1800,
                         help="suite: seconds for each BMC run (default 1800)")
+    parser.add_argument("--shortest-first", action="store_true",
+                        help="suite: models in order of BFS's depth, so a time budget "
+                             "covers the most models")
     parser.add_argument("--skip-figures", action="store_true",
                         help="only the suite, not the BMC and proof figures")
     args = parser.parse_args()
@@ -163,9 +179,12 @@ def main() -> None:
         for run in HOUDINI:
             in_child(bench_houdini, *run)
     if args.suite:
-        for path in list_models(MODELS):
-            if args.only in path.stem:
-                in_child(suite_entry, path, args.timeout)
+        paths = [p for p in list_models(MODELS) if args.only in p.stem]
+        if args.shortest_first:
+            depth = {p: in_child(bfs_length, p) for p in paths}
+            paths.sort(key=lambda p: (depth[p], p.stem))
+        for path in paths:
+            in_child(suite_entry, path, args.timeout)
 
 
 if __name__ == "__main__":
