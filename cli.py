@@ -316,22 +316,25 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
 @click.option("--walks", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Random walks when the model is too big to exhaust.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
+@click.option("--with-spec-lemmas", "spec_lemmas", is_flag=True,
+              help="Keep the spec's own lemmas in the pool: propose only what they lack.")
 @_timeout_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @click.pass_obj
 def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_states: int,
-              walks: int, seed: int, timeout: float | None, as_json: bool, quiet: bool) -> int:
+              walks: int, seed: int, spec_lemmas: bool, timeout: float | None, as_json: bool,
+              quiet: bool) -> int:
     """Propose lemmas for MODEL: template predicates over its variables, kept if every
     reachable state satisfies them and they are mutually inductive (Houdini, Z3).
     Prints them as spec source, and whether they prove the invariants (exit 0) or
-    not (exit 3)."""
+    not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
     from checker.engines.infer import InferOptions, as_source, infer
 
     model, machine = _load(models_dir, model_arg, overrides)
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
-                                             timeout=timeout,
+                                             timeout=timeout, spec_lemmas=spec_lemmas,
                                              progress=None if quiet else _progress))
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
@@ -342,7 +345,9 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
             "true_in_states": result.after_states, "states": result.states,
             "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
             "proves": result.proves, "dropped": result.dropped_invariants,
-            "lemmas": [c.source for c in result.survivors], "stats": result.stats}, indent=2))
+            "lemmas": [c.source for c in result.survivors],
+            "spec_lemmas_used": result.spec_lemmas_used,
+            "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}, indent=2))
     else:
         click.echo(source, nl=False)
         where = "sampled" if result.sampled else "reachable"
@@ -352,6 +357,10 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
         click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
                    f"{result.states:,} {where} states; {len(result.survivors):,} shown after "
                    f"{result.houdini_rounds} Houdini rounds; {verdict}")
+        if spec_lemmas:
+            click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
+                       f"; not inductive with the rest: "
+                       f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
     return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
 
 

@@ -173,6 +173,15 @@ def test_infer_finds_the_strengthening_and_it_pastes_as_a_lemma() -> None:
     assert prove(machine, ProveOptions(k=1)).outcome == PROVED
 
 
+def test_infer_with_spec_lemmas_starts_from_them() -> None:
+    result = infer(LOCKSTEP.instantiate(), InferOptions(spec_lemmas=True))
+    assert result.proves and result.spec_lemmas_dropped == []
+    # InStep is what YSmall needs; the proof takes it or an inferred equal, never Positive
+    assert "Positive" not in result.spec_lemmas_used
+    assert result.spec_lemmas_used == ["InStep"] or \
+        any(c.source == "s.x == s.y" for c in result.survivors)
+
+
 def test_infer_falls_back_to_random_walks_for_big_models() -> None:
     result = infer(LOCKSTEP.instantiate(), InferOptions(max_states=2, walks=5))
     assert result.sampled and result.states == 4 and result.proves
@@ -315,6 +324,13 @@ def test_cli_infer_prints_lemmas_that_prove(models: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "@m.lemma" in result.stdout and "s.x == s.y" in result.stdout
     assert "they prove every invariant" in result.stdout
+
+
+def test_cli_infer_with_spec_lemmas_names_the_ones_used(models: Path) -> None:
+    result = run(models, "infer", "lockstep", "--with-spec-lemmas", "-q")
+    assert result.exit_code == 0, result.output
+    assert "# the spec's lemmas used:" in result.stdout
+    assert "not inductive with the rest: none" in result.stdout
 
 
 @pytest.mark.parametrize(("args", "needle"), [

@@ -58,6 +58,7 @@ class InferOptions:
     seed: int = 0
     timeout: float | None = None
     progress: Callable[[str], None] | None = None
+    spec_lemmas: bool = False  # start Houdini from the spec's own lemmas too
 
 
 @dataclass
@@ -71,6 +72,8 @@ class InferResult:
     needed: list[str] = field(default_factory=list)  # lemma names the proof used
     dropped_invariants: list[str] = field(default_factory=list)
     houdini_rounds: int = 0
+    spec_lemmas_used: list[str] = field(default_factory=list)  # with spec_lemmas
+    spec_lemmas_dropped: list[str] = field(default_factory=list)  # not inductive with the rest
     stats: dict = field(default_factory=dict)
 
 
@@ -307,22 +310,27 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
     say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
         f"{'sampled' if sampled else 'reachable'} states")
     kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
-    props = [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
+    own = list(machine.lemmas) if options.spec_lemmas else []
+    inferred = [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
     t0 = time.perf_counter()
-    alive, rounds = houdini(machine, props, options.timeout, options.progress)
+    alive, rounds = houdini(machine, own + inferred, options.timeout, options.progress)
     houdini_seconds = time.perf_counter() - t0
-    survivors = [(p, c) for p, c in zip(props, kept, strict=True) if p.name in alive]
+    survivors = [(p, c) for p, c in zip(inferred, kept, strict=True) if p.name in alive]
+    own_alive = [p for p in own if p.name in alive]
     dropped = [n for n in [p.name for p in machine.invariants + machine.step_invariants]
                + [NO_ERROR] if n not in alive]
     out = InferResult(len(cands), len(kept), [c for _, c in survivors], filt.states, sampled,
-                      proves=False, dropped_invariants=dropped, houdini_rounds=rounds)
+                      proves=False, dropped_invariants=dropped, houdini_rounds=rounds,
+                      spec_lemmas_dropped=[p.name for p in own if p.name not in alive])
     if not dropped:
-        with_lemmas = dataclasses.replace(machine, lemmas=[p for p, _ in survivors])
+        with_lemmas = dataclasses.replace(machine, lemmas=own_alive + [p for p, _ in survivors])
         proof = prove(with_lemmas, ProveOptions(k=1, timeout=options.timeout))
         out.proves = proof.outcome == PROVED
         out.needed = proof.lemmas_used
+        out.spec_lemmas_used = [p.name for p in own_alive if p.name in proof.lemmas_used]
     names = {p.name: c for p, c in survivors}
-    out.survivors = [names[n] for n in out.needed] if out.proves else out.survivors
+    if out.proves:
+        out.survivors = [names[n] for n in out.needed if n in names]
     out.stats = {"houdini_seconds": round(houdini_seconds, 3),
                  "seconds": round(time.perf_counter() - started, 3)}
     return out
