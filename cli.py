@@ -350,6 +350,10 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
             "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}, indent=2))
     else:
         click.echo(source, nl=False)
+        if spec_lemmas and result.proves and not result.candidates:
+            click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
+                       f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
+            return EXIT_HOLDS
         where = "sampled" if result.sampled else "reachable"
         verdict = ("they prove every invariant (1-induction); these are the ones the proof "
                    "needs" if result.proves else

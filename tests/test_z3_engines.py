@@ -173,13 +173,22 @@ def test_infer_finds_the_strengthening_and_it_pastes_as_a_lemma() -> None:
     assert prove(machine, ProveOptions(k=1)).outcome == PROVED
 
 
-def test_infer_with_spec_lemmas_starts_from_them() -> None:
+def test_infer_with_spec_lemmas_needs_no_search_when_they_prove() -> None:
     result = infer(LOCKSTEP.instantiate(), InferOptions(spec_lemmas=True))
-    assert result.proves and result.spec_lemmas_dropped == []
-    # InStep is what YSmall needs; the proof takes it or an inferred equal, never Positive
+    assert result.proves and result.spec_lemmas_used == ["InStep"]
+    assert result.candidates == 0 and result.survivors == []
+
+
+def test_infer_with_spec_lemmas_proposes_what_they_lack() -> None:
+    import dataclasses
+
+    machine = LOCKSTEP.instantiate()
+    partial = dataclasses.replace(
+        machine, lemmas=[p for p in machine.lemmas if p.name == "Positive"])
+    result = infer(partial, InferOptions(spec_lemmas=True))
+    assert result.proves and result.candidates > 0 and result.spec_lemmas_dropped == []
+    assert any(c.source == "s.x == s.y" for c in result.survivors)  # InStep, inferred
     assert "Positive" not in result.spec_lemmas_used
-    assert result.spec_lemmas_used == ["InStep"] or \
-        any(c.source == "s.x == s.y" for c in result.survivors)
 
 
 def test_infer_falls_back_to_random_walks_for_big_models() -> None:
@@ -329,8 +338,7 @@ def test_cli_infer_prints_lemmas_that_prove(models: Path) -> None:
 def test_cli_infer_with_spec_lemmas_names_the_ones_used(models: Path) -> None:
     result = run(models, "infer", "lockstep", "--with-spec-lemmas", "-q")
     assert result.exit_code == 0, result.output
-    assert "# the spec's lemmas used:" in result.stdout
-    assert "not inductive with the rest: none" in result.stdout
+    assert "already prove every invariant" in result.stdout and "Used: InStep" in result.stdout
 
 
 @pytest.mark.parametrize(("args", "needle"), [

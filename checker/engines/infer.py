@@ -283,6 +283,13 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
     """Candidates -> reachable-state filter -> Houdini -> the lemmas a proof needs."""
     started = time.perf_counter()
     say = options.progress or (lambda line: None)
+    if options.spec_lemmas and machine.lemmas:
+        enough = prove(machine, ProveOptions(k=1, timeout=options.timeout))
+        if enough.outcome == PROVED:  # nothing is missing: no search needed
+            say("the spec's lemmas already prove every invariant")
+            return InferResult(0, 0, [], 0, False, proves=True,
+                               spec_lemmas_used=enough.lemmas_used,
+                               stats={"seconds": round(time.perf_counter() - started, 3)})
     cands = candidates(machine)
     filt = _Filter(cands)
     say(f"{len(cands):,} candidates from templates")
