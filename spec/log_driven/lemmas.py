@@ -23,8 +23,8 @@ built, written so that it is preserved by every action given the others:
 
 BFS checks them as invariants on every model that registers them (all core models
 with no selected invariants), so a lemma that is false fails a holds model, not
-only a proof. They hold for the RFC's rules; a mutation breaks some of them, which
-is why mutation models select their invariant and prove without these lemmas.
+only a proof. They hold for the protocol as specified; a mutation breaks some of
+them, which is why mutation models select their invariant and prove without them.
 """
 
 from __future__ import annotations
