@@ -190,7 +190,7 @@ def houdini(machine: Machine, props: list[Property], timeout: float | None,
     alive. Every state reachable from it then satisfies the greatest inductive
     subset, so whatever falls in any of them (up to `expand` states, run by the
     scalar backend and judged in NumPy batches) is dropped in the same round: the
-    result is the same fixpoint, in far fewer solver calls."""
+    result is the same fixpoint, in fewer solver calls."""
     u = Unrolling(machine)
     solver = new_solver(None if timeout is None else int(timeout * 1000))
     solver.add(u.admissible(0), u.step(0), u.enc.domain(u.state(1)))
@@ -243,7 +243,6 @@ class _Concrete:
         self.names = [p.name for p in pool]
         self.filter = _Filter([Candidate(p.expr, p.name) for p in pool])
         self.bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
-        self.step_names = {p.name for p in machine.step_invariants}
 
     def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int) -> set[str]:
         """Members of `alive` some state (or step) reachable from `start` falsifies,
