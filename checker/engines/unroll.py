@@ -43,6 +43,9 @@ class DecodeError(RuntimeError):
     """A Z3 model that the scalar backend does not confirm: a bug in an encoding."""
 
 
+NO_TIMEOUT = 4294967295  # Z3's default: no per-check timeout
+
+
 def new_solver(timeout_ms: int | None = None) -> z3.Solver:
     """A solver with fixed seeds (and an optional per-check timeout)."""
     solver = z3.Solver()
@@ -132,7 +135,10 @@ class Unrolling:
     def _least(solver: z3.Solver, choices: list[tuple[Callable[[int], z3.BoolRef], int, int]],
                assumptions: Sequence[z3.BoolRef] = ()) -> z3.ModelRef:
         """Fix each choice in turn to the least value `c` for which `constrain(c)` (a
-        monotone "at most c") is still satisfiable, by binary search on [lo, hi]."""
+        monotone "at most c") is still satisfiable, by binary search on [lo, hi]. A
+        violation exists once we get here, so the search runs without the caller's
+        timeout: an `unknown` taken for `unsat` would make the choice wrong."""
+        solver.set("timeout", NO_TIMEOUT)
         solver.push()
         for constrain, lo, hi in choices:
             first = lo
@@ -142,6 +148,9 @@ class Unrolling:
                 solver.add(constrain(mid))
                 answer = solver.check(*assumptions)
                 solver.pop()
+                if answer == z3.unknown:
+                    raise DecodeError(f"the solver gave up while choosing the canonical "
+                                      f"path ({solver.reason_unknown()})")
                 if answer == z3.sat:
                     hi = mid
                 else:
