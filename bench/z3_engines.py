@@ -31,8 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from checker.engines.bfs import BfsOptions, check  # noqa: E402
 from checker.engines.bmc import BmcOptions, bmc  # noqa: E402
 from checker.engines.induction import ProveOptions, prove  # noqa: E402
-from checker.engines.infer import _Filter, candidates, houdini  # noqa: E402
-from checker.lang.machine import Property  # noqa: E402
+from checker.engines.infer import (  # noqa: E402
+    InferOptions,
+    as_properties,
+    houdini,
+    reachable_candidates,
+)
 from checker.models import build_machine, list_models, load_model  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
@@ -116,12 +120,8 @@ def bench_houdini(name: str, overrides: dict, limit: int, expand: int) -> str:
     reachable state, with or without running states from each counterexample."""
     model = load_model(name, MODELS)
     machine = dataclasses.replace(build_machine(model, overrides), lemmas=[])
-    cands = candidates(machine)
-    reachable = _Filter(cands)
-    check(machine, BfsOptions(deadlock=False, on_level=reachable.see))
-    props = [Property(f"Inferred{i}", c.expr, c.source)
-             for i, (c, alive) in enumerate(zip(cands, reachable.alive, strict=True)) if alive]
-    props = props[:limit or None]
+    found = reachable_candidates(machine, InferOptions())
+    props = as_properties(found.kept)[:limit or None]
     t0 = time.perf_counter()
     alive, rounds = houdini(machine, props, None, None, expand=expand)
     return (f"houdini {name:<46} {len(props):>6} candidates, expand {expand:>5}: {rounds} rounds, "

@@ -199,16 +199,11 @@ def test_infer_falls_back_to_random_walks_for_big_models() -> None:
 def test_houdini_reaches_the_same_fixpoint_with_and_without_concrete_expansion() -> None:
     import dataclasses
 
-    from checker.engines.infer import _Filter, candidates, houdini
-    from checker.lang.machine import Property
+    from checker.engines.infer import as_properties, houdini, reachable_candidates
 
     _, machine = _machine("tracker_small", {"requests": "2"})
     machine = dataclasses.replace(machine, lemmas=[])
-    cands = candidates(machine)
-    reachable = _Filter(cands)
-    check(machine, BfsOptions(deadlock=False, on_level=reachable.see))
-    props = [Property(f"Inferred{i}", c.expr, c.source)
-             for i, (c, alive) in enumerate(zip(cands, reachable.alive, strict=True)) if alive]
+    props = as_properties(reachable_candidates(machine, InferOptions()).kept)
     plain, _ = houdini(machine, props, None, None, expand=0)
     fast, _ = houdini(machine, props, None, None, expand=2000)
     pool = len(props) + len(machine.invariants) + len(machine.step_invariants) + 1

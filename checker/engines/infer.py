@@ -131,16 +131,19 @@ def candidates(machine: Machine) -> list[Candidate]:
 class _Filter:
     """Candidates still true in every state seen so far."""
 
-    def __init__(self, cands: list[Candidate]):
+    def __init__(self, machine: Machine, cands: list[Candidate]):
         self.cands = cands
         self.alive = np.ones(len(cands), dtype=bool)
         self.groups = [list(range(lo, min(lo + GROUP, len(cands))))
                        for lo in range(0, len(cands), GROUP)]
         self._fns: dict[int, Callable] = {}
+        self._bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
         self.states = 0
 
-    def see(self, read: Callable[[int], np.ndarray], n: int) -> None:
+    def see(self, read: Callable[[int], np.ndarray], n: int) -> list[int]:
+        """Judge n states (slot j read by `read(j)`); returns the candidates that fell."""
         self.states += n
+        fell = []
         for g, members in enumerate(self.groups):
             live = [i for i in members if self.alive[i]]
             if not live:
@@ -153,6 +156,60 @@ class _Filter:
             for i, out in zip(members, outs, strict=True):
                 if self.alive[i] and not np.all(out):
                     self.alive[i] = False
+                    fell.append(i)
+        return fell
+
+    def see_rows(self, states: list[tuple[int, ...]] | np.ndarray) -> list[int]:
+        """Judge concrete states, one per row."""
+        rows = np.asarray(states, dtype=np.int64)
+        return self.see(slot_reader(rows, self._bools, np.dtype(np.int64)), len(rows))
+
+
+@dataclass
+class Reachable:
+    """The template candidates that hold in every state seen."""
+
+    total: int  # candidates from templates
+    kept: list[Candidate]
+    states: int
+    sampled: bool  # states from random walks, not every reachable one
+
+
+def reachable_candidates(machine: Machine, options: InferOptions) -> Reachable:
+    """Template candidates, minus those some reachable state falsifies: every BFS
+    level, or seeded random walks when there are more than `max_states` states."""
+    say = options.progress or (lambda line: None)
+    cands = candidates(machine)
+    filt = _Filter(machine, cands)
+    say(f"{len(cands):,} candidates from templates")
+
+    class _TooBig(Exception):
+        pass
+
+    def on_level(read: Callable[[int], np.ndarray], n: int) -> None:
+        if filt.states + n > options.max_states:
+            raise _TooBig
+        filt.see(read, n)
+
+    sampled = False
+    try:
+        result = check(machine, BfsOptions(deadlock=False, on_level=on_level))
+        if result.violation is not None:
+            raise CheckerError(f"infer: the model violates {result.violation.name} "
+                               f"(see `ctmc check`); lemmas are inferred for models that hold")
+    except _TooBig:
+        sampled = True
+        filt = _Filter(machine, cands)
+        filt.see_rows(_walk_states(machine, options))
+    say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
+        f"{'sampled' if sampled else 'reachable'} states")
+    kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
+    return Reachable(len(cands), kept, filt.states, sampled)
+
+
+def as_properties(kept: list[Candidate]) -> list[Property]:
+    """Candidates as the lemmas Houdini and `prove` work on, named Inferred0, 1, ..."""
+    return [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
 
 
 def _walk_states(machine: Machine, options: InferOptions) -> np.ndarray:
@@ -241,8 +298,7 @@ class _Concrete:
         self.scalar = ScalarMachine(machine)
         self.actions = machine.actions
         self.names = [p.name for p in pool]
-        self.filter = _Filter([Candidate(p.expr, p.name) for p in pool])
-        self.bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
+        self.filter = _Filter(machine, [Candidate(p.expr, p.name) for p in pool])
 
     def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int) -> set[str]:
         """Members of `alive` some state (or step) reachable from `start` falsifies,
@@ -267,11 +323,7 @@ class _Concrete:
                     except EvalError:
                         fell.add(NO_ERROR)  # an action or property errs from a reachable state
             if level:
-                before = self.filter.alive.copy()
-                columns = np.array(level, dtype=np.int64)
-                self.filter.see(slot_reader(columns, self.bools, np.dtype(np.int64)),
-                                len(level))
-                fell.update(self.names[i] for i in np.flatnonzero(before & ~self.filter.alive))
+                fell.update(self.names[i] for i in self.filter.see_rows(level))
             frontier = level
         return fell & alive
 
@@ -289,35 +341,10 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
             return InferResult(0, 0, [], 0, False, proves=True,
                                spec_lemmas_used=enough.lemmas_used,
                                stats={"seconds": round(time.perf_counter() - started, 3)})
-    cands = candidates(machine)
-    filt = _Filter(cands)
-    say(f"{len(cands):,} candidates from templates")
-
-    class _TooBig(Exception):
-        pass
-
-    def on_level(read: Callable[[int], np.ndarray], n: int) -> None:
-        if filt.states + n > options.max_states:
-            raise _TooBig
-        filt.see(read, n)
-
-    sampled = False
-    try:
-        result = check(machine, BfsOptions(deadlock=False, on_level=on_level))
-        if result.violation is not None:
-            raise CheckerError(f"infer: the model violates {result.violation.name} "
-                               f"(see `ctmc check`); lemmas are inferred for models that hold")
-    except _TooBig:
-        sampled = True
-        filt = _Filter(cands)
-        states = _walk_states(machine, options)
-        bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
-        filt.see(slot_reader(states, bools, np.dtype(np.int64)), len(states))
-    say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
-        f"{'sampled' if sampled else 'reachable'} states")
-    kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
+    found = reachable_candidates(machine, options)
+    kept = found.kept
     own = list(machine.lemmas) if options.spec_lemmas else []
-    inferred = [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
+    inferred = as_properties(kept)
     t0 = time.perf_counter()
     alive, rounds = houdini(machine, own + inferred, options.timeout, options.progress)
     houdini_seconds = time.perf_counter() - t0
@@ -325,8 +352,9 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
     own_alive = [p for p in own if p.name in alive]
     dropped = [n for n in [p.name for p in machine.invariants + machine.step_invariants]
                + [NO_ERROR] if n not in alive]
-    out = InferResult(len(cands), len(kept), [c for _, c in survivors], filt.states, sampled,
-                      proves=False, dropped_invariants=dropped, houdini_rounds=rounds,
+    out = InferResult(found.total, len(kept), [c for _, c in survivors], found.states,
+                      found.sampled, proves=False, dropped_invariants=dropped,
+                      houdini_rounds=rounds,
                       spec_lemmas_dropped=[p.name for p in own if p.name not in alive])
     if not dropped:
         with_lemmas = dataclasses.replace(machine, lemmas=own_alive + [p for p, _ in survivors])
