@@ -513,12 +513,19 @@ def add_lemmas(m: Any, p: Any, n: int) -> None:
     def BufferHoldsBuffered(s):  # noqa: N802
         """buf[0..buflen) lists each buffered request once: finish then never writes
         past the buffer, and flush takes a buffered request."""
-        listed = ForAll(range(n), lambda i: Implies(
-            i < s.buflen, s.phase[s.buf[i]] == Phase.buffered))
-        distinct = ForAll([(i, j) for i in range(n) for j in range(i + 1, n)],
-                          lambda ij: Implies(ij[1] < s.buflen, s.buf[ij[0]] != s.buf[ij[1]]))
-        count = s.buflen == sum(If(s.phase[r] == Phase.buffered, 1, 0) for r in range(n))
-        return And(listed, distinct, count)
+        return buffer_lists(s.buf, s.buflen, lambda r: s.phase[r] == Phase.buffered, n)
+
+
+def buffer_lists(buf: Any, buflen: Any, buffered: Callable[[Any], Any], n: int) -> Any:
+    """A proposal buffer `buf[0..buflen)` over n entries lists each buffered entry once
+    and nothing else (`buffered(r)` says entry r is buffered; r may be symbolic). Used
+    by both specs' lemmas: with it, appending never writes past the buffer and a flush
+    takes a buffered entry."""
+    listed = ForAll(range(n), lambda i: Implies(i < buflen, buffered(buf[i])))
+    distinct = ForAll([(i, j) for i in range(n) for j in range(i + 1, n)],
+                      lambda ij: Implies(ij[1] < buflen, buf[ij[0]] != buf[ij[1]]))
+    count = buflen == sum(If(buffered(r), 1, 0) for r in range(n))
+    return And(listed, distinct, count)
 
 
 def _ts(v: int) -> str:

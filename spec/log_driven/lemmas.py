@@ -33,6 +33,7 @@ from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
 from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
+from spec.tracker import buffer_lists
 
 G = 0  # the core has one range
 
@@ -55,13 +56,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def BufferListsBuffered(s):  # noqa: N802 - property names are CamelCase
         """buf[0..buflen) lists each buffered proposal once and nothing else: finish
         never writes past the buffer, and flush takes a buffered proposal."""
-        listed = ForAll(range(P), lambda i: Implies(
-            i < s.buflen[G], s.wphase[s.buf[G][i]] == WPhase.buffered))
-        distinct = ForAll([(i, j) for i in range(P) for j in range(i + 1, P)],
-                          lambda ij: Implies(ij[1] < s.buflen[G],
-                                             s.buf[G][ij[0]] != s.buf[G][ij[1]]))
-        count = s.buflen[G] == sum(If(s.wphase[w] == WPhase.buffered, 1, 0) for w in range(P))
-        return And(listed, distinct, count)
+        return buffer_lists(s.buf[G], s.buflen[G], lambda w: s.wphase[w] == WPhase.buffered, P)
 
     @m.lemma
     def LAIsAssignedOnce(s):  # noqa: N802
