@@ -1,10 +1,13 @@
-"""Helpers shared by the CLI and gate tests."""
+"""Helpers shared by the tests that drive the command line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
+
+import cli
 
 
 def write_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: dict[str, str]) -> Path:
@@ -16,3 +19,19 @@ def write_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: dict[s
         (folder / f"{name}.toml").write_text(text)
     monkeypatch.chdir(tmp_path)
     return folder
+
+
+def run_cli(models: Path, *args: str) -> Result:
+    """`ctmc --models-dir MODELS ARGS...`, in process."""
+    return CliRunner().invoke(cli.main, ["--models-dir", str(models), *args])
+
+
+def one_error_line(result: Result) -> str:
+    """The single stderr line of a refused command (which must print nothing else)."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 import cli
-from tests.model_folders import write_models
+from tests.model_folders import one_error_line, write_models
+from tests.model_folders import run_cli as run
 
 COUNTER = "tests.cli_specs:COUNTER"
 MODELS = {
@@ -39,21 +40,6 @@ outcome = "violates WithinLimit"
 def models(tmp_path, monkeypatch) -> Path:
     """A models folder with the two models above; the working directory is tmp_path."""
     return write_models(tmp_path, monkeypatch, MODELS)
-
-
-def run(models: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli.main, ["--models-dir", str(models), *args])
-
-
-def one_error_line(result: Result) -> str:
-    """The single stderr line of a refused command (which must print nothing else)."""
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
 
 
 # --- bad input: one line, exit 2 --------------------------------------------------

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 import cli
 from checker.errors import ModelError
 from checker.gate import update_baseline
-from tests.model_folders import write_models
+from tests.model_folders import run_cli, write_models
 
 CLI_COUNTER = "tests.cli_specs:COUNTER"  # 0..limit (limit 3: 4 states); overshoot mutation
 COUNTER = "tests.specs.counter:COUNTER"  # 0..n: n + 1 states, diameter n, deadlock at n
@@ -60,7 +60,7 @@ def models(tmp_path, monkeypatch) -> Path:
 
 
 def gate(models: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli.main, ["--models-dir", str(models), "gate", *args])
+    return run_cli(models, "gate", *args)
 
 
 def junit(path: Path) -> ET.Element:

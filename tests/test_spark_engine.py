@@ -14,9 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-import cli
 from checker.engines.bfs import BfsOptions
 from checker.engines.bfs import check as local_check
 from checker.engines.result import CheckResult
@@ -26,6 +24,7 @@ from checker.engines.spark_levels import FAULT_ENV
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
+from tests.model_folders import one_error_line, run_cli
 from tests.specs.counter import COUNTER
 from tests.specs.grid import GRID, GRID_STEP
 from tests.specs.multi_init import MULTI_INIT
@@ -220,15 +219,7 @@ def test_resume_refuses_another_model_and_keeps_the_directory(spark, tmp_path):
 # --- the command line --------------------------------------------------------------------------
 
 def ctmc(*args: str):
-    return CliRunner().invoke(cli.main, ["--models-dir", str(MODELS_DIR), *args])
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
+    return run_cli(MODELS_DIR, *args)
 
 
 @pytest.mark.parametrize("args, message", [
