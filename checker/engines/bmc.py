@@ -42,8 +42,7 @@ def good(u: Unrolling, k: int, deadlock: bool) -> z3.BoolRef:
     action err."""
     steps = [u.step_prop_holds(p, k) for p in u.machine.step_invariants] if k else []
     state = [u.prop_holds(p, k) for p in u.state_props()] + [u.no_error(k, deadlock)]
-    cons = [u._holds(p.expr, u.state(k)) for p in u.machine.constraints]
-    return z3.And(*steps, z3.Implies(z3.And(cons), z3.And(state)))
+    return z3.And(*steps, z3.Implies(u.explored(k), z3.And(state)))
 
 
 def bmc(machine: Machine, options: BmcOptions) -> CheckResult:

@@ -122,20 +122,16 @@ class _Step:
                 s.add(*[u.step_prop_holds(p, i) for p in machine.step_invariants])
         s.add(u.enc.domain(u.state(k)))
 
-    def _explored(self) -> z3.BoolRef:
-        return z3.And([self.u._holds(p.expr, self.u.state(self.k))
-                       for p in self.machine.constraints])
-
     def invariants_goal(self) -> z3.BoolRef:
         u, k = self.u, self.k
         state = [u.prop_holds(p, k) for p in self.machine.invariants]
         state.append(u.no_error(k, self.deadlock))
         steps = [u.step_prop_holds(p, k) for p in self.machine.step_invariants]
-        return z3.And(*steps, z3.Implies(self._explored(), z3.And(state)))
+        return z3.And(*steps, z3.Implies(u.explored(k), z3.And(state)))
 
     def lemma_goal(self, name: str) -> z3.BoolRef:
         p = next(p for p in self.machine.lemmas if p.name == name)
-        return z3.Implies(self._explored(), self.u.prop_holds(p, self.k))
+        return z3.Implies(self.u.explored(self.k), self.u.prop_holds(p, self.k))
 
     def whole_goal(self) -> z3.BoolRef:
         return z3.And(self.invariants_goal(), *[self.lemma_goal(n) for n in self.lits])

@@ -259,7 +259,7 @@ def houdini(machine: Machine, props: list[Property], timeout: float | None,
     lits = {name: z3.Bool(f"cand:{name}") for name in pre}
     for name, term in pre.items():
         solver.add(z3.Implies(lits[name], term))
-    explored = z3.And([u._holds(p.expr, u.state(1)) for p in machine.constraints])
+    explored = u.explored(1)
     concrete = _Concrete(machine, pool)
     alive = list(steps) + list(pre)
     rounds = 0

@@ -91,11 +91,13 @@ class Unrolling:
     def n_inits(self) -> int:
         return sum(1 for x in self.machine.init_states if self.scalar.within_constraints(x))
 
+    def explored(self, i: int) -> z3.BoolRef:
+        """s_i satisfies the constraints: BFS would explore it (and check it) at all."""
+        return z3.And([self._holds(p.expr, self.state(i)) for p in self.machine.constraints])
+
     def admissible(self, i: int) -> z3.BoolRef:
         """s_i is within its types and satisfies the constraints (explored at all)."""
-        s = self.state(i)
-        cons = [self._holds(p.expr, s) for p in self.machine.constraints]
-        return z3.And(self.enc.domain(s), *cons)
+        return z3.And(self.enc.domain(self.state(i)), self.explored(i))
 
     def step(self, i: int, upto: int | None = None) -> z3.BoolRef:
         """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}."""
