@@ -178,9 +178,9 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
     }
     progress = None if quiet else _progress
     if engine_name == "spark":
-        from checker.engines.spark_bfs import DEFAULT_MASTER, SparkOptions, preflight
-        from checker.engines.spark_bfs import check as run_engine
-        from checker.engines.spark_run_dir import default_path
+        from checker.engines.spark.run_dir import default_path
+        from checker.engines.spark.search import DEFAULT_MASTER, SparkOptions, preflight
+        from checker.engines.spark.search import check as run_engine
 
         folder = resume or run_dir or str(default_path(model.name))
         engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
@@ -191,8 +191,8 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
             deadlock=engine["deadlock"], label=model.name, progress=progress)
         preflight(machine, options)  # bad input: one line, before the header
     else:
-        from checker.engines.bfs import BfsOptions
-        from checker.engines.bfs import check as run_engine
+        from checker.engines.explicit.bfs import BfsOptions
+        from checker.engines.explicit.bfs import check as run_engine
 
         folder = resume or checkpoint
         options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
@@ -203,7 +203,7 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
         result = run_engine(machine, options)
         if engine_name == "bfs" and machine.liveness and result.outcome == "holds" \
                 and result.complete:
-            from checker.engines.liveness import check_liveness
+            from checker.engines.explicit.liveness import check_liveness
 
             result = check_liveness(machine, result)
     except KeyboardInterrupt:
@@ -226,7 +226,7 @@ def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlo
     model, machine = _load(models_dir, model_arg, overrides)
     engine = {"name": "simulate", "seed": seed, "steps": steps, "runs": runs,
               "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
-    from checker.engines.simulation import simulate as run_simulation
+    from checker.engines.explicit.simulation import simulate as run_simulation
 
     if not (as_json or quiet):
         _print_header(model, machine, engine)
@@ -261,7 +261,7 @@ def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
             depth: int, timeout: float | None) -> int:
     """Bounded model checking with Z3: a shortest path of at most K steps from an
     initial state to a violation, or none. Progress per depth on stderr."""
-    from checker.engines.bmc import BmcOptions, bmc
+    from checker.engines.symbolic.bmc import BmcOptions, bmc
 
     model, machine = _load(models_dir, model_arg, overrides)
     engine = {"name": "bmc", "depth": depth, "timeout": timeout,
@@ -289,7 +289,7 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
     the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
     (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
     to induction, which may be unreachable, exit 3), unknown (exit 3)."""
-    from checker.engines.induction import ProveOptions, prove
+    from checker.engines.symbolic.induction import ProveOptions, prove
 
     model, machine = _load(models_dir, model_arg, overrides, proof=True)
     engine = {"name": "prove", "k": k or model.proof["k"],
@@ -329,7 +329,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     reachable state satisfies them and they are mutually inductive (Houdini, Z3).
     Prints them as spec source, and whether they prove the invariants (exit 0) or
     not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
-    from checker.engines.infer import InferOptions, as_source, infer
+    from checker.engines.symbolic.infer import InferOptions, as_source, infer
 
     model, machine = _load(models_dir, model_arg, overrides)
     try:
@@ -370,7 +370,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
 
 def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path | None,
                   as_json: bool) -> int:
-    from checker.engines.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
+    from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
 
     trace_file = None
     v = result.violation

@@ -32,7 +32,7 @@ SIZES = {
 def run_one(model_name: str, overrides: dict[str, str]) -> dict:
     """Run in this process and return the figures (called in a child process)."""
     sys.path.insert(0, str(ROOT))
-    from checker.engines.bfs import BfsOptions, check
+    from checker.engines.explicit.bfs import BfsOptions, check
     from checker.models import build_machine, load_model
 
     machine = build_machine(load_model(model_name, MODELS), overrides)

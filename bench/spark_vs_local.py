@@ -32,7 +32,7 @@ SAME = ("distinct_states", "generated", "diameter")
 
 def run_local(model_file: str, overrides: dict[str, str]) -> dict:
     """The local engine's figures (in a child process)."""
-    from checker.engines.bfs import BfsOptions, check
+    from checker.engines.explicit.bfs import BfsOptions, check
     from checker.models import build_machine, load_model
 
     model = load_model(model_file, ROOT / "models")
@@ -43,7 +43,7 @@ def run_local(model_file: str, overrides: dict[str, str]) -> dict:
 def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
               partitions: int | None, driver_memory: str, work: str) -> list[dict]:
     """The Spark engine's figures for each model, in one session (in a child process)."""
-    from checker.engines.spark_bfs import SparkOptions, check, spark_session
+    from checker.engines.spark.search import SparkOptions, check, spark_session
     from checker.models import build_machine, load_model
 
     started = time.perf_counter()

@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checker.engines.bfs import BfsOptions, check  # noqa: E402
-from checker.engines.bmc import BmcOptions, bmc  # noqa: E402
-from checker.engines.induction import ProveOptions, prove  # noqa: E402
-from checker.engines.infer import (  # noqa: E402
+from checker.engines.explicit.bfs import BfsOptions, check  # noqa: E402
+from checker.engines.symbolic.bmc import BmcOptions, bmc  # noqa: E402
+from checker.engines.symbolic.induction import ProveOptions, prove  # noqa: E402
+from checker.engines.symbolic.infer import (  # noqa: E402
     InferOptions,
     as_properties,
     houdini,

@@ -155,13 +155,13 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     machine = build_machine(model)
     result.spec = machine.spec_name
 
-    from checker.engines.bfs import BfsOptions
-    from checker.engines.bfs import check as run_bfs
+    from checker.engines.explicit.bfs import BfsOptions
+    from checker.engines.explicit.bfs import check as run_bfs
 
     checked = run_bfs(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
                                           deadlock=model.engine["deadlock"]))
     if machine.liveness and checked.outcome == "holds" and checked.complete:
-        from checker.engines.liveness import check_liveness
+        from checker.engines.explicit.liveness import check_liveness
 
         checked = check_liveness(machine, checked)
     result.got, result.complete = checked.expectation, checked.complete

@@ -1,4 +1,4 @@
-"""A dead-simple liveness oracle, independent of `checker.engines.liveness`.
+"""A dead-simple liveness oracle, independent of `checker.engines.explicit.liveness`.
 
 Python sets over the scalar backend, no SCC library: a trigger state that is not a
 goal state starts a search of the graph without goal states and goal steps; a state

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from checker.engines.bfs import BfsOptions, check
+from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import ERROR, HOLDS, VIOLATED
 from checker.lang import And, Array, Int, Not, Spec, require
 

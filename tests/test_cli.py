@@ -197,7 +197,7 @@ def test_depth_bound_is_not_a_proof(models):
 
 
 def test_interrupt_says_how_to_resume(models, monkeypatch):
-    from checker.engines import bfs
+    from checker.engines.explicit import bfs
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

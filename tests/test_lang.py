@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.bfs import BfsOptions, check
+from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import ERROR
 from checker.errors import ModelError, SpecError
 from checker.lang import Array, Bool, Enum, ForAll, If, Int, Max, Min, Record, Spec, require

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checker.engines.liveness import build_graph, check_liveness, confirm_lasso, find_lasso
-from checker.engines.successors import Kernel
+from checker.engines.explicit.liveness import build_graph, check_liveness, confirm_lasso, find_lasso
+from checker.engines.explicit.successors import Kernel
 from checker.errors import SpecError, TraceError
 from checker.lang import Int, Spec, require
 from checker.traces.itf import write_trace

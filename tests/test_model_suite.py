@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checker.engines.bfs import BfsOptions, check
-from checker.engines.liveness import check_liveness
+from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.explicit.liveness import check_liveness
 from checker.models import build_machine, list_models, load_model, outcome_matches
 from checker.traces.itf import write_trace
 from checker.traces.replay import check_trace

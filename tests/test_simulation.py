@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines import simulation
+from checker.engines.explicit import simulation
+from checker.engines.explicit.simulation import simulate
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult
-from checker.engines.simulation import simulate
 from checker.lang import Int, Spec, require
 from checker.traces.itf import trace_to_itf, write_trace
 from checker.traces.replay import check_trace, load_trace

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines.bfs import BfsOptions
-from checker.engines.bfs import check as local_check
+from checker.engines.explicit.bfs import BfsOptions
+from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
-from checker.engines.spark_bfs import SparkOptions, level_frame, spark_session
-from checker.engines.spark_bfs import check as spark_check
-from checker.engines.spark_levels import FAULT_ENV
+from checker.engines.spark.levels import FAULT_ENV
+from checker.engines.spark.search import SparkOptions, level_frame, spark_session
+from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
@@ -44,7 +44,7 @@ CLUSTER = "local-cluster[2,1,1024]"
 
 @pytest.fixture(scope="module")
 def fault_dir(tmp_path_factory) -> Path:
-    """Where tests arm `kill-level-K` files (see spark_levels._maybe_fail)."""
+    """Where tests arm `kill-level-K` files (see checker.engines.spark.levels._maybe_fail)."""
     return tmp_path_factory.mktemp("faults")
 
 
@@ -139,7 +139,7 @@ def test_the_visited_set_is_joined_in_place(spark, tmp_path):
     """The only shuffle is the successors'; the visited side is a bucketed scan."""
     machine = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
     seen: list[str] = []
-    import checker.engines.spark_bfs as engine
+    import checker.engines.spark.search as engine
 
     def spy(run, task):
         frame = level_frame(run, task)

@@ -3,7 +3,7 @@
 Three sources are held to each other:
 * hand derivations: `EXPECTED` in each module of `tests/specs/` (see their docstrings);
 * the naive reference BFS (`tests/naive_bfs.py`): Python sets over the scalar backend;
-* the BFS engine (`checker.engines.bfs`).
+* the BFS engine (`checker.engines.explicit.bfs`).
 
 On top of the hand-derived specs, the tracker's small models (`models/*.toml`; the
 benchmark models live in `bench/models/`) are explored by both BFS implementations,
@@ -91,7 +91,7 @@ def _unchecked(machine: Machine) -> Machine:
 
 
 def _engine():
-    from checker.engines.bfs import BfsOptions, check
+    from checker.engines.explicit.bfs import BfsOptions, check
     return check, BfsOptions
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.bfs import BfsOptions, check
-from checker.engines.liveness import check_liveness
+from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.explicit.liveness import check_liveness
 from checker.errors import SpecError
 from checker.models import build_machine, load_model
 from spec.follower_reads_2018 import FOLLOWER_READS_2018

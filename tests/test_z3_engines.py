@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines.bfs import BfsOptions, check
-from checker.engines.bmc import BmcOptions, bmc
-from checker.engines.induction import NOT_INDUCTIVE, PROVED, ProveOptions, prove
-from checker.engines.infer import InferOptions, as_source, infer
+from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import HOLDS, VIOLATED
+from checker.engines.symbolic.bmc import BmcOptions, bmc
+from checker.engines.symbolic.induction import NOT_INDUCTIVE, PROVED, ProveOptions, prove
+from checker.engines.symbolic.infer import InferOptions, as_source, infer
 from checker.lang import Implies, Int, Spec, require
 from checker.models import build_machine, load_model
 from checker.traces.itf import write_trace
@@ -198,7 +198,7 @@ def test_infer_falls_back_to_random_walks_for_big_models() -> None:
 def test_houdini_reaches_the_same_fixpoint_with_and_without_concrete_expansion() -> None:
     import dataclasses
 
-    from checker.engines.infer import as_properties, houdini, reachable_candidates
+    from checker.engines.symbolic.infer import as_properties, houdini, reachable_candidates
 
     _, machine = _machine("tracker_small", {"requests": "2"})
     machine = dataclasses.replace(machine, lemmas=[])

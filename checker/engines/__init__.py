@@ -1,1 +1,2 @@
-"""Engines explore a Machine: explicit BFS, simulation (Z3 and Spark elsewhere)."""
+"""Engines explore a Machine: explicit-state (`explicit/`), Spark (`spark/`) and Z3
+(`symbolic/`); `result.py` and `report.py` are what they share."""

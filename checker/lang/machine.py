@@ -87,7 +87,7 @@ class LivenessProperty:
 
     From every reachable state satisfying `trigger`, every fair behaviour reaches
     a state satisfying `goal` (`goal_is_step`: takes a transition satisfying the
-    predicate over (before, after)). See `checker/engines/liveness.py`.
+    predicate over (before, after)). See `checker/engines/explicit/liveness.py`.
     """
 
     name: str

@@ -100,7 +100,7 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
         elif kind == "deadlock" and not scalar.successors(last):
             found.append("Deadlock")
         elif kind == "liveness":
-            from checker.engines.liveness import confirm_lasso
+            from checker.engines.explicit.liveness import confirm_lasso
 
             found += confirm_lasso(trace)
     except EvalError as exc:

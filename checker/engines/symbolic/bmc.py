@@ -22,7 +22,7 @@ import z3
 
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, UNKNOWN, CheckResult
-from checker.engines.unroll import Bad, DecodeError, Unrolling, new_solver
+from checker.engines.symbolic.unroll import Bad, DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
 
 ENGINE = "bmc"

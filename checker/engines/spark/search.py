@@ -49,10 +49,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines import spark_run_dir
+from checker.engines.explicit.successors import Kernel
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
-from checker.engines.spark_levels import (
+from checker.engines.spark import run_dir as spark_run_dir
+from checker.engines.spark.levels import (
     DedupeSummary,
     ExpandSummary,
     LevelTask,
@@ -63,8 +64,7 @@ from checker.engines.spark_levels import (
     state_schema,
     word_columns,
 )
-from checker.engines.spark_run_dir import Progress, RunDir
-from checker.engines.successors import Kernel
+from checker.engines.spark.run_dir import Progress, RunDir
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64

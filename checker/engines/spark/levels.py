@@ -37,8 +37,8 @@ import pyarrow as pa
 from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.taskcontext import TaskContext
 
-from checker.engines.successors import Kernel
-from checker.engines.visited import LevelDedup, VisitedSet
+from checker.engines.explicit.successors import Kernel
+from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
+from checker.engines.explicit.successors import Kernel
+from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
-from checker.engines.successors import Kernel
-from checker.engines.visited import LevelDedup, VisitedSet
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64

@@ -33,9 +33,9 @@ import z3
 
 from checker.backends.scalar import ScalarMachine
 from checker.backends.vector import compile_batch, dtype_for, slot_reader
-from checker.engines.bfs import BfsOptions, check
-from checker.engines.induction import PROVED, ProveOptions, prove
-from checker.engines.unroll import Unrolling, new_solver
+from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
+from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError, EvalError
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, INT, EnumType, Expr

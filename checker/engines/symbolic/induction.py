@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import z3
 
-from checker.engines.bmc import BmcOptions, bmc
 from checker.engines.result import ERROR, UNKNOWN, Violation
-from checker.engines.unroll import DecodeError, Unrolling, new_solver
+from checker.engines.symbolic.bmc import BmcOptions, bmc
+from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
 from checker.traces.trace import Trace
 

@@ -32,9 +32,9 @@ import numpy as np
 
 from checker.backends.scalar import ScalarMachine, evaluate
 from checker.backends.vector import compile_batch, dtype_for
+from checker.engines.explicit.successors import Kernel
 from checker.engines.report import replay
 from checker.engines.result import HOLDS, VIOLATED, CheckResult, Violation
-from checker.engines.successors import Kernel
 from checker.errors import CheckerError
 from checker.lang.machine import LivenessProperty, Machine
 from checker.packing import U64

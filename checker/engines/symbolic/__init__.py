@@ -1,0 +1,1 @@
+"""Symbolic engines over Z3: bounded model checking, k-induction and lemma inference."""
