@@ -13,6 +13,7 @@ stay fast and keep working while one of them is broken.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from checker.lang.machine import Machine
     from checker.lang.spec import Spec
     from checker.models import Model
+    from checker.run import EngineOptions
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
 TRACE_DIR = Path("traces")
@@ -65,6 +67,9 @@ class _Cli(click.Group):
             code = _fail(str(exc), EXIT_INTERRUPTED)
         except click.Abort:
             code = _fail("interrupted", EXIT_INTERRUPTED)
+        except MemoryError:  # outside a search, which says more (see bfs._out_of_memory)
+            code = _fail("error: out of memory; lower the model's bounds, or check it with "
+                         "--engine spark", EXIT_ERROR)
         except Exception as exc:
             code = _fail(f"internal error: {type(exc).__name__}: {exc} "
                          f"(re-run with CTMC_DEBUG=1 for a traceback)", EXIT_ERROR)
@@ -136,6 +141,18 @@ def _progress(line: str) -> None:
 
 # --- check and simulate --------------------------------------------------------
 
+_timeout_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+    callback=lambda ctx, param, value: _finite(param, value),
+    help="Give up after SECONDS; the verdict is then inconclusive (exit 3), never holds.")
+
+
+def _finite(param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
+
+
 @main.command()
 @_run_options
 @click.option("--max-depth", type=click.IntRange(min=0), metavar="N",
@@ -144,7 +161,11 @@ def _progress(line: str) -> None:
               show_default=True,
               help="bfs: in this process; spark: levels partitioned across Spark executors.")
 @click.option("--checkpoint", type=click.Path(file_okay=False), metavar="DIR",
-              help="Save progress in DIR so the run can be resumed (bfs).")
+              help="Save progress in DIR (new or empty) so the run can be resumed (bfs).")
+@click.option("--checkpoint-every", type=click.FloatRange(min=0), default=5.0,
+              show_default=True, metavar="SECONDS",
+              help="Save at the first level boundary SECONDS after the last save (bfs).")
+@_timeout_option
 @click.option("--master", metavar="URL",
               help="Spark master: local[N], spark://HOST:PORT, yarn, ...  [default: local[*]]")
 @click.option("--partitions", type=click.IntRange(min=1), metavar="N",
@@ -156,7 +177,8 @@ def _progress(line: str) -> None:
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
 def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
           trace_out: Path | None, as_json: bool, quiet: bool, max_depth: int | None,
-          engine_name: str, checkpoint: str | None, master: str | None, partitions: int | None,
+          engine_name: str, checkpoint: str | None, checkpoint_every: float,
+          timeout: float | None, master: str | None, partitions: int | None,
           run_dir: str | None, resume: str | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir}
@@ -166,46 +188,48 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
     if engine_name == "spark" and checkpoint:
         raise click.UsageError("--checkpoint applies to --engine bfs (a Spark run keeps every "
                                "level in its --run-dir)")
+    if engine_name == "spark" and timeout is not None:
+        raise click.UsageError("--timeout applies to --engine bfs (a Spark run stops with "
+                               "Ctrl-C and resumes with --resume)")
     folder = checkpoint or run_dir
     if folder and resume and Path(folder) != Path(resume):
         raise click.UsageError(f"{'--checkpoint' if checkpoint else '--run-dir'} and --resume "
                                "name different folders")
-    model, machine = _load(models_dir, model_arg, overrides)
+    _check_trace_out(trace_out)
+    model, machine = _load(models_dir, model_arg, overrides, quiet)
     engine: dict[str, Any] = {
         "name": engine_name,
         "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
         "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
     }
+    from checker.run import BfsOptions, SparkOptions, preflight, run
+
     progress = None if quiet else _progress
+    options: EngineOptions
     if engine_name == "spark":
+        from checker.engines.spark.options import DEFAULT_MASTER
         from checker.engines.spark.run_dir import default_path
-        from checker.engines.spark.search import DEFAULT_MASTER, SparkOptions, preflight
-        from checker.engines.spark.search import check as run_engine
 
         folder = resume or run_dir or str(default_path(model.name))
         engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
                       **({"partitions": partitions} if partitions else {}))
-        options: Any = SparkOptions(
+        options = SparkOptions(
             master=engine["master"], partitions=partitions, run_dir=folder,
             resume=resume is not None, max_depth=engine["max_depth"] or None,
             deadlock=engine["deadlock"], label=model.name, progress=progress)
-        preflight(machine, options)  # bad input: one line, before the header
     else:
-        from checker.engines.explicit.bfs import BfsOptions
-        from checker.engines.explicit.bfs import check as run_engine
-
         folder = resume or checkpoint
+        if timeout is not None:
+            engine["timeout"] = timeout
         options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
-                             progress=progress, checkpoint_dir=folder, resume=resume is not None)
+                             progress=progress, checkpoint_dir=folder, resume=resume is not None,
+                             checkpoint_every=checkpoint_every, timeout=timeout,
+                             label=model.name)
+    preflight(machine, options)  # bad input: one line, before the header
     if not (as_json or quiet):
         _print_header(model, machine, engine)
     try:
-        result = run_engine(machine, options)
-        if engine_name == "bfs" and machine.liveness and result.outcome == "holds" \
-                and result.complete:
-            from checker.engines.explicit.liveness import check_liveness
-
-            result = check_liveness(machine, result)
+        result = run(machine, options)
     except KeyboardInterrupt:
         hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
@@ -219,37 +243,50 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
               help="Length of each walk.")
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True,
               help="Number of walks.")
+@_timeout_option
 def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
              trace_out: Path | None, as_json: bool, quiet: bool, seed: int, steps: int,
-             runs: int) -> int:
-    """Random walks through MODEL, for models too big to explore fully."""
-    model, machine = _load(models_dir, model_arg, overrides)
+             runs: int, timeout: float | None) -> int:
+    """Random walks through MODEL, for models too big to explore fully; liveness is
+    checked on the lassos the walks close."""
+    from checker.run import SimulationOptions, preflight, run
+
+    _check_trace_out(trace_out)
+    model, machine = _load(models_dir, model_arg, overrides, quiet)
     engine = {"name": "simulate", "seed": seed, "steps": steps, "runs": runs,
               "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
-    from checker.engines.explicit.simulation import simulate as run_simulation
-
+    if timeout is not None:
+        engine["timeout"] = timeout
+    options = SimulationOptions(seed=seed, steps=steps, runs=runs, deadlock=engine["deadlock"],
+                                timeout=timeout, progress=None if quiet else _progress)
+    preflight(machine, options)
     if not (as_json or quiet):
         _print_header(model, machine, engine)
-    result = run_simulation(machine, seed=seed, steps=steps, runs=runs,
-                            deadlock=engine["deadlock"], progress=None if quiet else _progress)
+    try:
+        result = run(machine, options)
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted") from None
     return _report(model, machine, engine, result, trace_out, as_json, quiet)
 
 
-def _load(models_dir: Path, model_arg: str, overrides: dict[str, str],
+def _check_trace_out(path: Path | None) -> None:
+    """Refuse a --trace-out that could not be written, before any search."""
+    if path is not None:
+        from checker.traces.itf import check_writable
+
+        check_writable(path, "--trace-out")
+
+
+def _load(models_dir: Path, model_arg: str, overrides: dict[str, str], quiet: bool,
           proof: bool = False) -> tuple[Model, Machine]:
+    """The model file and its machine; building a big one reports its progress."""
     from checker.models import build_machine, load_model
 
     model = load_model(model_arg, models_dir)
-    return model, build_machine(model, overrides, proof)
+    return model, build_machine(model, overrides, proof, None if quiet else _progress)
 
 
 # --- the Z3 engines ---------------------------------------------------------------
-
-_timeout_option = click.option(
-    "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
-    help="Give up after SECONDS of solving; the verdict is then unknown (exit 3), "
-         "never proved.")
-
 
 @main.command("bmc")
 @_run_options
@@ -261,17 +298,19 @@ def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
             depth: int, timeout: float | None) -> int:
     """Bounded model checking with Z3: a shortest path of at most K steps from an
     initial state to a violation, or none. Progress per depth on stderr."""
-    from checker.engines.symbolic.bmc import BmcOptions, bmc
+    from checker.run import BmcOptions, preflight, run
 
-    model, machine = _load(models_dir, model_arg, overrides)
+    _check_trace_out(trace_out)
+    model, machine = _load(models_dir, model_arg, overrides, quiet)
     engine = {"name": "bmc", "depth": depth, "timeout": timeout,
               "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    options = BmcOptions(depth=depth, deadlock=engine["deadlock"], timeout=timeout,
+                         progress=None if quiet else _progress)
+    preflight(machine, options)
     if not (as_json or quiet):
         _print_header(model, machine, engine)
     try:
-        result = bmc(machine, BmcOptions(depth=depth, deadlock=engine["deadlock"],
-                                         timeout=timeout,
-                                         progress=None if quiet else _progress))
+        result = run(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
     return _report(model, machine, engine, result, trace_out, as_json, quiet)
@@ -289,18 +328,21 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
     the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
     (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
     to induction, which may be unreachable, exit 3), unknown (exit 3)."""
-    from checker.engines.symbolic.induction import ProveOptions, prove
+    from checker.engines.symbolic.induction import prove
+    from checker.run import ProveOptions, preflight
 
-    model, machine = _load(models_dir, model_arg, overrides, proof=True)
+    _check_trace_out(trace_out)
+    model, machine = _load(models_dir, model_arg, overrides, quiet, proof=True)
     engine = {"name": "prove", "k": k or model.proof["k"],
               "timeout": timeout or model.proof["timeout"] or None,
               "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
+                           progress=None if quiet else _progress)
+    preflight(machine, options)
     if not (as_json or quiet):
         _print_header(model, machine, engine)
     try:
-        result = prove(machine, ProveOptions(k=engine["k"], deadlock=engine["deadlock"],
-                                             timeout=engine["timeout"],
-                                             progress=None if quiet else _progress))
+        result = prove(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
     return _report_proof(model, machine, result, trace_out, as_json)
@@ -331,7 +373,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
     from checker.engines.symbolic.infer import InferOptions, as_source, infer
 
-    model, machine = _load(models_dir, model_arg, overrides)
+    model, machine = _load(models_dir, model_arg, overrides, quiet)
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
                                              timeout=timeout, spec_lemmas=spec_lemmas,
@@ -414,14 +456,9 @@ def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path |
 
 
 def _write_trace(trace: Any, path: Path, model: Model) -> Path:
-    from checker.traces.itf import write_trace
+    from checker.traces.itf import write_counterexample
 
-    trace.meta.update(model=model.name, model_file=str(model.path))
-    try:
-        write_trace(trace, path)
-    except OSError as exc:
-        raise CheckerError(f"cannot write trace {path}: {exc.strerror or exc}") from None
-    return path
+    return write_counterexample(trace, path, model=model.name, model_file=str(model.path))
 
 
 def _report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
@@ -433,30 +470,23 @@ def _report(model: Model, machine: Machine, engine: dict[str, Any], result: Chec
     if not (as_json or quiet):  # before the trace is saved, in case saving fails
         _print_stats(console, result.stats)
         _print_coverage(console, result.coverage)
-    trace_file = _save_trace(model, result, trace_out) if result.violation else None
+    trace_file, unwritten = None, None
+    if result.violation is not None:
+        try:
+            trace_file = _write_trace(result.violation.trace, trace_out or TRACE_DIR / (
+                f"{model.name}-{result.violation.name}.itf.json"), model)
+        except CheckerError as exc:  # the verdict still counts: say it, then why no file
+            unwritten = str(exc)
     matches = outcome_matches(model, result)
     if as_json:
         click.echo(json.dumps(_json_report(model, machine, engine, result, trace_file, matches),
                               indent=2, default=str))
     else:
         _print_verdict(console, model, result, trace_file, matches)
+    if unwritten:
+        _fail(f"error: {unwritten}", EXIT_ERROR)
     return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR,
             UNKNOWN: EXIT_INCONCLUSIVE}[result.outcome]
-
-
-def _save_trace(model: Model, result: CheckResult, trace_out: Path | None) -> Path:
-    from checker.traces.itf import write_trace
-
-    violation = result.violation
-    assert violation is not None
-    path = trace_out or TRACE_DIR / f"{model.name}-{violation.name}.itf.json"
-    violation.trace.meta.update(model=model.name, model_file=str(model.path))
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_trace(violation.trace, path)
-    except OSError as exc:
-        raise CheckerError(f"cannot write trace {path}: {exc.strerror or exc}") from None
-    return path
 
 
 def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
@@ -474,7 +504,7 @@ def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result:
         "as_expected": matches,
         "violation": None if v is None else {
             "kind": v.kind, "name": v.name, "message": v.message,
-            "trace_file": str(trace_file), "length": len(v.trace)},
+            "trace_file": trace_file and str(trace_file), "length": len(v.trace)},
         "stats": result.stats,
         "coverage": result.coverage,
     }
@@ -575,9 +605,10 @@ def _print_verdict(console: Console, model: Model, result: CheckResult,
         console.print("[green]no violation found[/] (exploration was bounded: not a proof)")
     else:
         head = _VIOLATION_HEADS.get(v.kind, "{} violated").format(v.name)
+        where = f"in {trace_file} (view it with: ctmc trace show " \
+            f"{shlex.quote(str(trace_file))})" if trace_file else "(not written: see below)"
         console.print(f"[red bold]{escape(head)}[/]: " + escape(
-            f"{len(v.trace)}-step trace in {trace_file} "
-            f"(view it with: ctmc trace show {shlex.quote(str(trace_file))})"))
+            f"{len(v.trace)}-step trace {where}"))
         if v.message:
             console.print(f"  {v.message}", style="dim", markup=False)
     if matches:

@@ -32,12 +32,12 @@ SIZES = {
 def run_one(model_name: str, overrides: dict[str, str]) -> dict:
     """Run in this process and return the figures (called in a child process)."""
     sys.path.insert(0, str(ROOT))
-    from checker.engines.explicit.bfs import BfsOptions, check
     from checker.models import build_machine, load_model
+    from checker.run import BfsOptions, run
 
     machine = build_machine(load_model(model_name, MODELS), overrides)
     baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = check(machine, BfsOptions(deadlock=False))
+    result = run(machine, BfsOptions(deadlock=False))
     stats = dict(result.stats)
     stats["baseline_rss_mb"] = round(baseline_mb, 1)
     above = (stats["peak_rss_mb"] - baseline_mb) * 2**20

@@ -32,36 +32,40 @@ SAME = ("distinct_states", "generated", "diameter")
 
 def run_local(model_file: str, overrides: dict[str, str]) -> dict:
     """The local engine's figures (in a child process)."""
-    from checker.engines.explicit.bfs import BfsOptions, check
     from checker.models import build_machine, load_model
+    from checker.run import BfsOptions, run
 
     model = load_model(model_file, ROOT / "models")
-    result = check(build_machine(model, overrides), BfsOptions(deadlock=model.engine["deadlock"]))
+    result = run(build_machine(model, overrides), BfsOptions(deadlock=model.engine["deadlock"]))
     return _figures(result)
 
 
 def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
               partitions: int | None, driver_memory: str, work: str) -> list[dict]:
     """The Spark engine's figures for each model, in one session (in a child process)."""
-    from checker.engines.spark.search import SparkOptions, check, spark_session
+    from checker.engines.spark.session import spark_session
     from checker.models import build_machine, load_model
+    from checker.run import SparkOptions, run
 
     started = time.perf_counter()
-    spark = spark_session(master, driver_memory)
+    spark_session(master, driver_memory)  # with this driver memory; `run` reuses it
     startup = time.perf_counter() - started
     out = []
     for i, model_file in enumerate(model_files):
         model = load_model(model_file, ROOT / "models")
         run_dir = Path(work) / f"run{i}"
-        result = check(build_machine(model, overrides),
-                       SparkOptions(master=master, partitions=partitions, run_dir=str(run_dir),
-                                    deadlock=model.engine["deadlock"], label=model.name,
-                                    progress=lambda line: print(line, file=sys.stderr,
-                                                                flush=True)),
-                       spark=spark)
+        result = run(build_machine(model, overrides),  # on the session started above
+                     SparkOptions(master=master, partitions=partitions, run_dir=str(run_dir),
+                                  deadlock=model.engine["deadlock"], label=model.name,
+                                  progress=lambda line: print(line, file=sys.stderr,
+                                                              flush=True)))
         figures = _figures(result)
         figures["startup_seconds"] = round(startup, 1)
-        figures["levels"] = json.loads((run_dir / "levels.json").read_text())["levels"]
+        records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
+                         key=lambda p: int(p.parent.name.partition("=")[2]))
+        figures["levels"] = [{"level": k, "states": r["counts"]["states"],
+                              **r["counts"]["timings"]}
+                             for k, r in enumerate(json.loads(p.read_text()) for p in records)]
         shutil.rmtree(run_dir)
         out.append(figures)
     return out

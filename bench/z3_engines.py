@@ -28,9 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from checker.engines.explicit.bfs import BfsOptions, check  # noqa: E402
-from checker.engines.symbolic.bmc import BmcOptions, bmc  # noqa: E402
-from checker.engines.symbolic.induction import ProveOptions, prove  # noqa: E402
+from checker.engines.symbolic.induction import prove  # noqa: E402
 from checker.engines.symbolic.infer import (  # noqa: E402
     InferOptions,
     as_properties,
@@ -38,6 +36,7 @@ from checker.engines.symbolic.infer import (  # noqa: E402
     reachable_candidates,
 )
 from checker.models import build_machine, list_models, load_model  # noqa: E402
+from checker.run import BfsOptions, BmcOptions, ProveOptions, run  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -91,7 +90,7 @@ def in_child(run: Callable[..., Any], *args: object) -> Any:
 def bench_bmc(name: str, overrides: dict, depth: int) -> str:
     model = load_model(name, MODELS)
     machine = build_machine(model, overrides)
-    result = bmc(machine, BmcOptions(depth=depth, deadlock=model.engine["deadlock"]))
+    result = run(machine, BmcOptions(depth=depth, deadlock=model.engine["deadlock"]))
     per = ", ".join(f"{d}:{s:.2f}" for d, s in enumerate(result.stats["seconds_per_depth"]))
     found = f"{len(result.violation.trace)}-step {result.violation.name}" \
         if result.violation else "nothing"
@@ -131,7 +130,7 @@ def bench_houdini(name: str, overrides: dict, limit: int, expand: int) -> str:
 def bfs_length(path: Path) -> tuple[str, int]:
     """BFS's counterexample length, or its diameter: how deep BMC must go."""
     model = load_model(path, MODELS)
-    bfs = check(build_machine(model), BfsOptions(deadlock=model.engine["deadlock"]))
+    bfs = run(build_machine(model), BfsOptions(deadlock=model.engine["deadlock"]))
     return "", len(bfs.violation.trace) if bfs.violation else bfs.stats["diameter"]
 
 
@@ -139,13 +138,16 @@ def suite_entry(path: Path, timeout: float) -> str:
     """BFS, then BMC to BFS's counterexample length or diameter: do they agree?"""
     model = load_model(path, MODELS)
     machine = build_machine(model)
+    if machine.liveness:  # bmc would refuse the model: it checks no liveness
+        return (f"suite {model.name:<48} names liveness "
+                f"({', '.join(p.name for p in machine.liveness)}): bmc does not check it")
     deadlock = model.engine["deadlock"]
     t0 = time.perf_counter()
-    bfs = check(machine, BfsOptions(deadlock=deadlock))
+    bfs = run(machine, BfsOptions(deadlock=deadlock))
     bfs_s = time.perf_counter() - t0
     depth = len(bfs.violation.trace) if bfs.violation else bfs.stats["diameter"]
     t0 = time.perf_counter()
-    got = bmc(machine, BmcOptions(depth=depth, deadlock=deadlock, timeout=timeout))
+    got = run(machine, BmcOptions(depth=depth, deadlock=deadlock, timeout=timeout))
     bmc_s = time.perf_counter() - t0
     got_len = len(got.violation.trace) if got.violation else None
     if got.outcome == "unknown":
@@ -172,12 +174,12 @@ def main() -> None:
                         help="only the suite, not the BMC and proof figures")
     args = parser.parse_args()
     if not args.skip_figures:
-        for run in BMC_RUNS:
-            in_child(bench_bmc, *run)
+        for entry in BMC_RUNS:
+            in_child(bench_bmc, *entry)
         for proof in PROOFS:
             in_child(bench_proof, *proof)
-        for run in HOUDINI:
-            in_child(bench_houdini, *run)
+        for entry in HOUDINI:
+            in_child(bench_houdini, *entry)
     if args.suite:
         paths = [p for p in list_models(MODELS) if args.only in p.stem]
         if args.shortest_first:

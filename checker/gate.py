@@ -27,8 +27,6 @@ from typing import Any
 from checker.errors import CheckerError, ModelError
 from checker.models import SUFFIX, build_machine, list_models, load_model, outcome_matches
 
-ENGINES = ("bfs",)  # engines a model file may name (as engine.name; bfs when absent)
-
 
 @dataclass
 class GateResult:
@@ -148,38 +146,26 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     model = load_model(path, models_dir)
     result.spec, result.expected = model.spec_name, model.expect_outcome
     result.baseline = model.expect_states
-    engine = model.engine.get("name", "bfs")
-    if engine not in ENGINES:
-        raise ModelError(f"{path}: key engine.name: the gate runs {', '.join(ENGINES)}, "
-                         f"not {engine!r}")
     machine = build_machine(model)
     result.spec = machine.spec_name
 
-    from checker.engines.explicit.bfs import BfsOptions
-    from checker.engines.explicit.bfs import check as run_bfs
+    from checker.run import BfsOptions, run
+    from checker.traces.itf import write_counterexample
 
-    checked = run_bfs(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
-                                          deadlock=model.engine["deadlock"]))
-    if machine.liveness and checked.outcome == "holds" and checked.complete:
-        from checker.engines.explicit.liveness import check_liveness
-
-        checked = check_liveness(machine, checked)
+    checked = run(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
+                                      deadlock=model.engine["deadlock"], label=model.name))
     result.got, result.complete = checked.expectation, checked.complete
     result.states = checked.stats.get("distinct_states")
     result.diameter = checked.stats.get("diameter")
     if checked.violation is not None:
         v = checked.violation
         result.trace_length = len(v.trace)
-        result.trace_file = trace_dir / f"{model.name}-{v.name}.itf.json"
-        v.trace.meta.update(model=model.name, model_file=str(model.path), gate=True)
-        from checker.traces.itf import write_trace
-
         try:
-            write_trace(v.trace, result.trace_file)
-        except OSError as exc:
-            result.surprises.append(f"cannot write trace {result.trace_file}: "
-                                    f"{exc.strerror or exc}")
-            result.trace_file = None
+            result.trace_file = write_counterexample(
+                v.trace, trace_dir / f"{model.name}-{v.name}.itf.json", model=model.name,
+                model_file=str(model.path), gate=True)
+        except CheckerError as exc:
+            result.surprises.append(str(exc))
     matched = outcome_matches(model, checked)
     if not matched:
         result.surprises.append(f"expected {model.expect_outcome}, got {checked.expectation}")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,7 +127,7 @@ def load_model(path_or_name: str | Path, models_dir: Path) -> Model:
 
 
 def build_machine(model: Model, overrides: dict[str, str] | None = None,
-                  proof: bool = False) -> Machine:
+                  proof: bool = False, progress: Callable[[str], None] | None = None) -> Machine:
     """The model's spec, built with its parameters (overridden by `--set` values),
     restricted to the selected properties. With `proof`, the [proof.params] table
     overrides [params] first: the sizes the symbolic engines work at."""
@@ -143,7 +144,8 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None,
                                      ({}, model.mutations, f"{where} mutations"),
                                      (overrides, (), "--set")):
         spec.resolve(values, label, mutations)
-    machine = spec.instantiate({**model.params, **sized, **overrides}, model.mutations, where)
+    machine = spec.instantiate({**model.params, **sized, **overrides}, model.mutations, where,
+                               progress)
     machine = _select(machine, model)
     _check_expectation(machine, model)
     return machine

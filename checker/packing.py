@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from checker.errors import SpecError
 from checker.lang.machine import Machine
 
 U64 = np.uint64
@@ -40,8 +41,12 @@ class Layout:
         word, offset = 0, 0
         for slot in machine.slots:
             bits = (slot.hi - slot.lo).bit_length()
-            if bits > 64:
-                raise ValueError(f"{slot.name} needs {bits} bits; at most 64 are supported")
+            if bits > 64 or not -(2**63) <= slot.lo <= slot.hi < 2**63:
+                raise SpecError(
+                    f"spec {machine.spec_name}: {slot.name} ranges over {slot.lo}..{slot.hi}, "
+                    f"beyond the 64-bit integers the explicit engines store; lower the "
+                    f"parameter that bounds it (the symbolic engines, bmc and prove, have no "
+                    f"such limit)")
             if offset + bits > 64:
                 word, offset = word + 1, 0
             fields.append(SlotField(word, offset, bits, slot.lo))

@@ -132,28 +132,6 @@ def test_small_batches_give_identical_results():
     assert big.stats["generated"] == small.stats["generated"]
 
 
-def test_checkpoint_and_resume_reach_the_same_result(tmp_path):
-    machine = GRID.instantiate({"n": 6})
-    full = check(machine, BfsOptions(deadlock=False))
-    run_dir = str(tmp_path / "run")
-    part = check(machine, BfsOptions(deadlock=False, max_depth=4, checkpoint_dir=run_dir,
-                                     checkpoint_seconds=0))
-    assert not part.complete
-    resumed = check(machine, BfsOptions(deadlock=False, checkpoint_dir=run_dir, resume=True))
-    for key in ("distinct_states", "diameter", "generated"):
-        assert resumed.stats[key] == full.stats[key]
-    assert resumed.coverage == full.coverage
-
-
-def test_resume_refuses_another_model(tmp_path):
-    from checker.errors import CheckerError
-    run_dir = str(tmp_path / "run")
-    check(GRID.instantiate({"n": 3}), BfsOptions(deadlock=False, checkpoint_dir=run_dir))
-    with pytest.raises(CheckerError, match="another model"):
-        check(GRID.instantiate({"n": 4}), BfsOptions(deadlock=False, checkpoint_dir=run_dir,
-                                                     resume=True))
-
-
 def test_bytes_per_state_of_the_records():
     r = _run(GRID, n=30)
     assert r.stats["bytes_per_state"] == pytest.approx(14.0)

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checker.engines.explicit.liveness import build_graph, check_liveness, confirm_lasso, find_lasso
+from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.explicit.liveness import build_graph, confirm_lasso, find_lasso, labels_of
 from checker.engines.explicit.successors import Kernel
 from checker.errors import SpecError, TraceError
 from checker.lang import Int, Spec, require
-from checker.traces.itf import write_trace
+from checker.traces.itf import trace_to_itf, write_trace
 from checker.traces.replay import check_trace
 from checker.traces.view import show_trace
 from tests.naive_liveness import naive_liveness
@@ -36,7 +37,10 @@ def _prop(machine, name):
 def test_engine_matches_hand_derivation(spec, params, name, want):
     machine = spec.instantiate(params)
     kernel = Kernel(machine)
-    lasso = find_lasso(build_graph(machine, kernel), kernel, _prop(machine, name))
+    graph, words = build_graph(machine, kernel)
+    prop = _prop(machine, name)
+    lasso = find_lasso(graph, labels_of(kernel, graph, words, prop), prop.fair,
+                       len(machine.actions))
     if want is None:
         assert lasso is None
         return
@@ -60,7 +64,7 @@ def test_naive_oracle_agrees(spec, params, name, want):
 def test_lasso_round_trips_through_itf(spec, params, name, want, tmp_path: Path):
     machine = spec.instantiate(params)
     machine.liveness = [_prop(machine, name)]
-    result = check_liveness(machine)
+    result = check(machine, BfsOptions(deadlock=False))
     if want is None:
         assert result.outcome == "holds"
         return
@@ -82,7 +86,7 @@ def test_a_lasso_that_is_not_fair_is_not_confirmed(tmp_path: Path):
     """The spin loop, replayed against the machine where finish is fair and always
     enabled, shows nothing: weak fairness excludes it."""
     unfair = liveness_spin.SPIN.instantiate({"finish_always": True, "fair_finish": False})
-    result = check_liveness(unfair)
+    result = check(unfair, BfsOptions(deadlock=False))
     trace = result.violation.trace
     assert confirm_lasso(trace) == ["Finishes"]
     fair = liveness_spin.SPIN.instantiate({"finish_always": True, "fair_finish": True})
@@ -90,10 +94,19 @@ def test_a_lasso_that_is_not_fair_is_not_confirmed(tmp_path: Path):
     assert confirm_lasso(trace) == []
 
 
+def test_a_lasso_without_its_loop_is_refused(tmp_path: Path):
+    machine = liveness_spin.SPIN.instantiate({})
+    doc = trace_to_itf(check(machine, BfsOptions(deadlock=False)).violation.trace)
+    del doc["loop"]
+    with pytest.raises(TraceError, match="claims the liveness property Finishes is violated, "
+                                         "but it has no loop"):
+        check_trace(doc)
+
+
 def test_a_tampered_loop_is_refused(tmp_path: Path):
     machine = liveness_spin.SPIN.instantiate({})
     path = tmp_path / "lasso.itf.json"
-    write_trace(check_liveness(machine).violation.trace, path)
+    write_trace(check(machine, BfsOptions(deadlock=False)).violation.trace, path)
     doc = json.loads(path.read_text())
     doc["loop"] = 1  # spin from x = 2 does not lead to x = 1
     path.write_text(json.dumps(doc))

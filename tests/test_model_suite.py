@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from checker.engines.explicit.bfs import BfsOptions, check
-from checker.engines.explicit.liveness import check_liveness
 from checker.models import build_machine, list_models, load_model, outcome_matches
+from checker.run import BfsOptions, run
 from checker.traces.itf import write_trace
 from checker.traces.replay import check_trace
 from checker.traces.view import show_trace
@@ -29,9 +28,7 @@ def test_model_meets_its_expectation(path: Path, tmp_path: Path):
     machine = build_machine(model)
     options = BfsOptions(max_depth=model.engine["max_depth"] or None,
                          deadlock=model.engine["deadlock"])
-    result = check(machine, options)
-    if machine.liveness and result.outcome == "holds" and result.complete:
-        result = check_liveness(machine, result)
+    result = run(machine, options)
     assert outcome_matches(model, result), (model.expect_outcome, result.expectation)
     if model.expect_states is not None:
         assert result.stats["distinct_states"] == model.expect_states

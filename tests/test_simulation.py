@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from checker.engines.explicit import simulation
-from checker.engines.explicit.simulation import simulate
+from checker.engines.explicit.simulation import SimulationOptions, simulate
 from checker.engines.result import ERROR, HOLDS, VIOLATED, CheckResult
 from checker.lang import Int, Spec, require
 from checker.traces.itf import trace_to_itf, write_trace
@@ -110,20 +110,21 @@ def walks(result: CheckResult) -> tuple:
 
 def test_same_seed_same_walks():
     machine = WANDER.instantiate({"cap": 12})
-    first = simulate(machine, seed=7, steps=50, runs=20)
-    assert walks(first) == walks(simulate(machine, seed=7, steps=50, runs=20))
+    first = simulate(machine, SimulationOptions(seed=7, steps=50, runs=20))
+    assert walks(first) == walks(simulate(machine, SimulationOptions(seed=7, steps=50, runs=20)))
     assert first.outcome == HOLDS and first.engine == "simulate" and not first.complete
     assert first.stats["runs"] == 20 and first.stats["steps"] == 1000
     assert 1 < first.stats["distinct_states"] <= 1000
     assert sum(c["taken"] for c in first.coverage) == 1000
     assert [c["action"] for c in first.coverage] == ["move_x", "move_y"]
-    assert len({walks(simulate(machine, seed=s, steps=50, runs=2))[1]["distinct_states"]
-                for s in range(8)}) > 1, "seeds give different walks"
+    distinct = {walks(simulate(machine, SimulationOptions(seed=s, steps=50, runs=2)))[1][
+        "distinct_states"] for s in range(8)}
+    assert len(distinct) > 1, "seeds give different walks"
 
 
 def test_finds_invariant_violation_with_replayable_trace(tmp_path: Path):
     machine = COUNTER.instantiate()
-    result = simulate(machine, seed=1, steps=10, runs=3)
+    result = simulate(machine, SimulationOptions(seed=1, steps=10, runs=3))
     assert result.outcome == VIOLATED and result.expectation == "violates NotBad"
     trace = result.violation.trace
     assert result.violation.kind == "invariant"
@@ -140,32 +141,32 @@ def test_finds_invariant_violation_with_replayable_trace(tmp_path: Path):
 
 def test_deadlock():
     machine = COUNTER.instantiate({"bad": 9, "limit": 4})
-    result = simulate(machine, steps=10, runs=2)
+    result = simulate(machine, SimulationOptions(steps=10, runs=2))
     assert result.outcome == VIOLATED and result.violation.name == "Deadlock"
     assert result.violation.kind == "deadlock" and len(result.violation.trace) == 4
     assert check_trace(trace_to_itf(result.violation.trace))[1] == ["Deadlock"]
-    relaxed = simulate(machine, steps=10, runs=2, deadlock=False)
+    relaxed = simulate(machine, SimulationOptions(steps=10, runs=2, deadlock=False))
     assert relaxed.outcome == HOLDS
     assert relaxed.stats["runs"] == 2 and relaxed.stats["steps"] == 8
 
 
 def test_respects_constraints():
     # the invariant would fail at x=3, but the constraint never lets a walk get there
-    result = simulate(COUNTER.instantiate({"cap": 2}), steps=10, runs=3)
+    result = simulate(COUNTER.instantiate({"cap": 2}), SimulationOptions(steps=10, runs=3))
     assert result.outcome == HOLDS
     assert result.stats["distinct_states"] == 3 and result.stats["steps"] == 6
-    boxed = simulate(WANDER.instantiate({"cap": 4}), seed=3, steps=200, runs=5)
+    boxed = simulate(WANDER.instantiate({"cap": 4}), SimulationOptions(seed=3, steps=200, runs=5))
     assert boxed.outcome == HOLDS and boxed.stats["distinct_states"] <= 15
 
 
 def test_no_initial_state_within_constraints():
-    result = simulate(WANDER.instantiate({"cap": -1}), steps=10, runs=3)
+    result = simulate(WANDER.instantiate({"cap": -1}), SimulationOptions(steps=10, runs=3))
     assert result.outcome == HOLDS and result.stats["runs"] == 0
 
 
 def test_eval_error_is_an_error_with_trace():
     machine = UNGUARDED.instantiate()
-    result = simulate(machine, steps=10, runs=2)
+    result = simulate(machine, SimulationOptions(steps=10, runs=2))
     assert result.outcome == ERROR and result.expectation == "violates EvalError"
     v = result.violation
     assert v.kind == "error" and v.name == "EvalError"
@@ -175,7 +176,7 @@ def test_eval_error_is_an_error_with_trace():
 
 
 def test_step_invariant_violation():
-    result = simulate(SHRINKING.instantiate(), steps=5, runs=1)
+    result = simulate(SHRINKING.instantiate(), SimulationOptions(steps=5, runs=1))
     assert result.outcome == VIOLATED
     v = result.violation
     assert (v.kind, v.name) == ("step_invariant", "Grows")
@@ -187,7 +188,7 @@ def test_step_invariant_violation():
 def test_progress(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(simulation, "PROGRESS_SECONDS", 0.0)
     lines: list[str] = []
-    simulate(WANDER.instantiate(), steps=5, runs=2, progress=lines.append)
+    simulate(WANDER.instantiate(), SimulationOptions(steps=5, runs=2, progress=lines.append))
     assert lines and all(line.startswith("simulate: run ") for line in lines)
     assert "10 steps" in lines[-1]
 
@@ -195,7 +196,7 @@ def test_progress(monkeypatch: pytest.MonkeyPatch):
 @pytest.mark.parametrize("where", ["constraint", "invariant"])
 def test_eval_error_in_a_property_ends_the_trace_at_that_state(where: str):
     machine = PROBE.instantiate({"where": where})
-    result = simulate(machine, steps=10, runs=1)
+    result = simulate(machine, SimulationOptions(steps=10, runs=1))
     assert result.outcome == ERROR
     assert result.violation.message == (f"{where} first_flag_unset reads an array out of range "
                                         "(index 3 out of range for an array of size 3)")
@@ -205,7 +206,7 @@ def test_eval_error_in_a_property_ends_the_trace_at_that_state(where: str):
 
 
 def test_violation_in_the_initial_state():
-    result = simulate(COUNTER.instantiate({"bad": 0}), steps=10, runs=3)
+    result = simulate(COUNTER.instantiate({"bad": 0}), SimulationOptions(steps=10, runs=3))
     assert result.outcome == VIOLATED and result.stats["steps"] == 0
     assert result.violation.message == "NotBad is violated in the initial state"
     assert len(result.violation.trace) == 0

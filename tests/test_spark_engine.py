@@ -1,16 +1,14 @@
 """The Spark engine gives the local BFS's results: counts, coverage, counterexamples.
 
-Spark is slow to start, so one `local[2]` session serves most tests; the tests with
-two executor processes (`local-cluster`, one of whose Python workers is killed mid
-level) come last, with their own session. Java 17+ is required: without it these
+Spark is slow to start, so one `local[2]` session (`conftest.py`) serves most tests; the
+tests with two executor processes (`local-cluster`, one of whose Python workers is killed
+mid level) come last, with their own session. Java 17+ is required: without it these
 tests fail, saying so (they are never skipped).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -18,12 +16,12 @@ import pytest
 from checker.engines.explicit.bfs import BfsOptions
 from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
-from checker.engines.spark.levels import FAULT_ENV
-from checker.engines.spark.search import SparkOptions, level_frame, spark_session
+from checker.engines.spark.search import SparkOptions, level_frame
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
+from tests.conftest import LOCAL, start_session
 from tests.model_folders import one_error_line, run_cli
 from tests.specs.counter import COUNTER
 from tests.specs.grid import GRID, GRID_STEP
@@ -37,38 +35,7 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # (mutation_heap_ignores_tracked runs through the command line below.)
 MODELS = ["tracker_small", "mutation_carry_own_bucket_ts", "mutation_no_forward_above_bucket",
           "mutation_reset_cur_on_prev_exit"]
-LOCAL = "local[2]"
 CLUSTER = "local-cluster[2,1,1024]"
-
-# --- sessions --------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def fault_dir(tmp_path_factory) -> Path:
-    """Where tests arm `kill-level-K` files (see checker.engines.spark.levels._maybe_fail)."""
-    return tmp_path_factory.mktemp("faults")
-
-
-def _session(master: str, fault_dir: Path):
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.fail("the Spark engine tests need Java 17 or newer: no java on PATH, no JAVA_HOME")
-    return spark_session(master, conf={f"spark.executorEnv.{FAULT_ENV}": str(fault_dir)})
-
-
-@pytest.fixture
-def spark(fault_dir):
-    """The local[2] session (started once; restarted if a cluster test stopped it)."""
-    return _session(LOCAL, fault_dir)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_spark():
-    yield
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
-
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -83,8 +50,9 @@ def assert_same(local: CheckResult, spark: CheckResult) -> None:
     assert spark.outcome == local.outcome
     assert spark.complete == local.complete
     for key in ("distinct_states", "generated", "diameter", "state_bits", "fingerprint",
-                "collision_probability", "action_instances"):
-        assert spark.stats[key] == local.stats[key], key
+                "collision_probability", "action_instances", "liveness_states",
+                "liveness_edges"):
+        assert spark.stats.get(key) == local.stats.get(key), key
     assert spark.coverage == local.coverage
     assert (spark.violation is None) == (local.violation is None)
     if local.violation is not None:
@@ -92,6 +60,16 @@ def assert_same(local: CheckResult, spark: CheckResult) -> None:
         assert (b.kind, b.name, b.message) == (a.kind, a.name, a.message)
         assert b.trace.states == a.trace.states
         assert [x and x.label for x in b.trace.actions] == [x and x.label for x in a.trace.actions]
+        assert b.trace.loop == a.trace.loop
+        assert (b.trace.loop_action and b.trace.loop_action.label) == \
+            (a.trace.loop_action and a.trace.loop_action.label)
+
+
+def recorded_sizes(run_dir: Path) -> list[int]:
+    """The state counts of the durable levels, from their records."""
+    records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
+                     key=lambda p: int(p.parent.name.split("=")[1]))
+    return [json.loads(p.read_text())["counts"]["states"] for p in records]
 
 
 def model_machine(name: str) -> tuple[Machine, bool]:
@@ -179,7 +157,7 @@ def test_interrupted_run_resumes_to_the_same_result(spark, tmp_path):
     run_dir = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         run_spark(machine, run_dir, spark, progress=_StopAfter(4))
-    assert json.loads((run_dir / "levels.json").read_text())["sizes"] == [1, 2, 3, 4, 5]
+    assert recorded_sizes(run_dir) == [1, 2, 3, 4, 5]
     assert_same(local, run_spark(machine, run_dir, spark, resume=True, partitions=None))
 
 
@@ -193,7 +171,7 @@ def test_run_killed_mid_level_resumes_to_the_same_result(spark, fault_dir, tmp_p
     with pytest.raises(CheckerError, match="level 4 failed"):
         run_spark(machine, run_dir, spark)
     assert (fault_dir / "kill-level-3.fired").exists()
-    assert json.loads((run_dir / "levels.json").read_text())["sizes"] == [1, 2, 3, 4]
+    assert recorded_sizes(run_dir) == [1, 2, 3, 4]
     (run_dir / "level=4").mkdir(exist_ok=True)  # a level written but not yet recorded
     (run_dir / "level=4" / "part-00000-x_00000.c000.snappy.parquet").write_bytes(b"junk")
     (run_dir / "_temporary").mkdir()
@@ -206,7 +184,7 @@ def test_resume_refuses_another_model_and_keeps_the_directory(spark, tmp_path):
     run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark)
     before = sorted(p.name for p in run_dir.iterdir())
     other = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
-    with pytest.raises(CheckerError, match="another model.*params"):
+    with pytest.raises(CheckerError, match="another search.*params"):
         run_spark(other, run_dir, spark, resume=True)
     with pytest.raises(CheckerError, match="not empty"):
         run_spark(other, run_dir, spark)
@@ -260,7 +238,7 @@ def test_cli_runs_resumes_and_refuses(spark, tmp_path):
         a["stats"]["distinct_states"]
     line = one_error_line(ctmc("check", "mutation_carry_own_bucket_ts", "--engine", "spark",
                                "--master", LOCAL, "--resume", str(run_dir)))
-    assert f"cannot resume {run_dir}: it was written for another model" in line
+    assert f"cannot resume {run_dir}: it was written for another search (model is" in line
     line = one_error_line(ctmc("check", "mutation_heap_ignores_tracked", "--engine", "spark",
                                "--master", LOCAL, "--run-dir", str(run_dir)))
     assert "is not empty (to continue that run, use --resume)" in line
@@ -271,7 +249,7 @@ def test_cli_runs_resumes_and_refuses(spark, tmp_path):
 
 @pytest.fixture
 def cluster(fault_dir):
-    return _session(CLUSTER, fault_dir)
+    return start_session(CLUSTER, fault_dir)
 
 
 def test_two_executor_processes_give_the_same_result(cluster, tmp_path):

@@ -281,10 +281,31 @@ def test_check_trace_reports_violations(tmp_path: Path, counter_trace: Trace, mi
     assert check_trace(trace_to_itf(mix_trace))[1] == []
 
 
-def test_check_trace_confirms_deadlock_claim(counter_trace: Trace):
+def test_check_trace_refuses_a_deadlock_it_does_not_show(counter_trace: Trace):
     deadlock = {"kind": "deadlock", "name": "Deadlock", "message": "no action is enabled"}
     trace = walk(counter_trace.machine, ["inc()"] * 2, deadlock)
-    assert check_trace(trace_to_itf(trace))[1] == [], "x=2 is no deadlock"
+    with pytest.raises(TraceError, match=r"claims Deadlock is violated at its last step "
+                                         r"\(step 2\), but its replay violates nothing there"):
+        check_trace(trace_to_itf(trace))
+
+
+def test_check_trace_refuses_a_claim_its_replay_does_not_confirm(counter_trace: Trace):
+    """Edits that leave a replayable trace but no longer the counterexample it claims:
+    the violated property renamed, the last state deleted, the parameters changed."""
+    doc = trace_to_itf(counter_trace)
+    renamed = copy.deepcopy(doc)
+    renamed["#meta"]["violation"]["name"] = "NotFour"
+    with pytest.raises(TraceError, match="claims NotFour is violated at its last step "
+                                         r"\(step 3\), but its replay violates NotThree"):
+        check_trace(renamed)
+    shortened = copy.deepcopy(doc)
+    shortened["states"].pop()
+    with pytest.raises(TraceError, match=r"claims NotThree .* violates nothing there"):
+        check_trace(shortened)
+    other_params = copy.deepcopy(doc)
+    other_params["#meta"]["params"]["limit"] = 2
+    with pytest.raises(TraceError, match=r"state 3\.x: 3 is outside Int\(0\.\.2\)"):
+        check_trace(other_params)
 
 
 # --- the viewer ---------------------------------------------------------------

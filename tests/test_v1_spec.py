@@ -9,7 +9,6 @@ import pytest
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.bfs import BfsOptions, check
-from checker.engines.explicit.liveness import check_liveness
 from checker.errors import SpecError
 from checker.models import build_machine, load_model
 from spec.follower_reads_2018 import FOLLOWER_READS_2018
@@ -96,8 +95,7 @@ def test_mutations_need_their_components():
 
 def _lasso(name: str):
     machine = build_machine(load_model(name, MODELS))
-    safety = check(machine, BfsOptions(deadlock=False))
-    result = check_liveness(machine, safety)
+    result = check(machine, BfsOptions(deadlock=False))
     assert result.violation is not None and result.violation.kind == "liveness"
     trace = result.violation.trace
     loop = [a.name for a in trace.actions[trace.loop + 1:]] + [trace.loop_action.name]

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 import os
 import sys
+import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +46,9 @@ from checker.lang.machine import (
     param_text,
 )
 from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
+
+PROGRESS_SECONDS = 2.0
+MAX_INSTANCES = 1_000_000  # per action: tracing one takes about a millisecond
 
 _CHECKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -187,11 +192,14 @@ class Spec:
         return Params(values, muts)
 
     def instantiate(self, overrides: dict[str, Any] | None = None,
-                    mutations: Iterable[str] = (), where: str = "parameters") -> Machine:
+                    mutations: Iterable[str] = (), where: str = "parameters",
+                    progress: Callable[[str], None] | None = None) -> Machine:
+        """The machine for these parameters and mutations; `progress` hears how far
+        tracing the action instances is, when that takes more than a moment."""
         params = self.resolve(overrides, where, mutations)
         if self._build is None:
             raise SpecError(f"spec {self.name} has no build function")
-        builder = ModelBuilder(self, params)
+        builder = ModelBuilder(self, params, progress)
         try:
             self._build(builder, params)
         except CheckerError as exc:
@@ -430,9 +438,11 @@ class _VarDecl:
 class ModelBuilder:
     """Collects declarations during a spec's build function; `finish()` traces them."""
 
-    def __init__(self, spec: Spec, params: Params):
+    def __init__(self, spec: Spec, params: Params,
+                 progress: Callable[[str], None] | None = None):
         self.spec = spec
         self.params = params
+        self.progress = progress  # told how far tracing is, every PROGRESS_SECONDS
         self._vars: dict[str, _VarDecl] = {}
         self._slots: list[Slot] = []
         self._actions: list[tuple[str, Callable, dict[str, Iterable]]] = []
@@ -564,8 +574,16 @@ class ModelBuilder:
 
         E.NAMER[0] = namer
         actions = []
+        total = sum(instance_count(domains) for _, _, domains in self._actions)
+        traced = 0
+        last_report = time.monotonic()
         for name, fn, domains in self._actions:
-            for combo in _instances(domains):
+            for combo in _instances(domains, f"action {name}"):
+                traced += 1
+                if self.progress and time.monotonic() - last_report >= PROGRESS_SECONDS:
+                    last_report = time.monotonic()
+                    self.progress(f"building {self.spec.name}: {traced:,} of {total:,} action "
+                                  f"instances traced ({100 * traced / total:.0f}%)")
                 label = f"{name}({', '.join(f'{k}={param_text(v)}' for k, v in combo.items())})"
                 base = self._base_exprs()
                 trace, exprs = self._trace(label, fn, list(base), combo)
@@ -666,7 +684,30 @@ def _broadcast(t: Type, value: Any) -> Any:
     return value
 
 
-def _instances(domains: dict[str, Iterable]) -> list[dict[str, Any]]:
+
+
+def _domain_size(domain: Iterable) -> int:
+    """How many values a parameter domain holds, without listing a huge range."""
+    if isinstance(domain, range):
+        return max(0, (domain.stop - domain.start + domain.step - (1 if domain.step > 0 else -1))
+                   // domain.step)
+    return len(list(domain))
+
+
+def instance_count(domains: dict[str, Iterable]) -> int:
+    """The number of parameter combinations of an action or init."""
+    return math.prod(_domain_size(d) for d in domains.values())
+
+
+def _instances(domains: dict[str, Iterable], label: str = "init") -> Iterator[dict[str, Any]]:
+    """Every combination of the parameters, refusing a number no engine could trace."""
+    count = instance_count(domains)
+    if count > MAX_INSTANCES:
+        sizes = ", ".join(f"{name}: {_domain_size(d):,} values" for name, d in domains.items())
+        raise SpecError(f"{label} has {count:,} parameter instances ({sizes}); at most "
+                        f"{MAX_INSTANCES:,} can be traced: lower the parameters that size "
+                        "these domains")
     names = list(domains)
     pools = [list(domains[n]) for n in names]
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*pools)]
+    for combo in itertools.product(*pools):
+        yield dict(zip(names, combo, strict=True))

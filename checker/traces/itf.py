@@ -95,6 +95,34 @@ def write_trace(trace: Trace, path: str | os.PathLike) -> None:
         raise
 
 
+def check_writable(path: str | os.PathLike, what: str) -> None:
+    """Refuse a path a trace could not be written to, before the search that would write
+    it: empty, a folder, under a regular file, or in a folder this user cannot write."""
+    target = Path(path)
+    if not str(path).strip() or target.name in ("", ".", ".."):
+        raise TraceError(f"{what}: {str(path)!r} is not a file name")
+    if target.is_dir():
+        raise TraceError(f"{what}: {target} is a folder")
+    folder = target.parent
+    while not folder.exists():  # the folders write_trace would create
+        folder = folder.parent
+    if not folder.is_dir():
+        raise TraceError(f"{what}: {target} lies under {folder}, which is a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise TraceError(f"{what}: cannot write in {folder} (permission denied)")
+
+
+def write_counterexample(trace: Trace, path: str | os.PathLike, **provenance: Any) -> Path:
+    """Write a counterexample with where it came from (model, model file, ...) in its
+    #meta; a failure is one TraceError line naming the file."""
+    trace.meta.update(provenance)
+    try:
+        write_trace(trace, path)
+    except OSError as exc:
+        raise TraceError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+    return Path(path)
+
+
 def read_itf(path: str | os.PathLike) -> dict[str, Any]:
     """Parse and check the shape of an ITF file; any problem is one TraceError line."""
     try:

@@ -76,14 +76,17 @@ def _load_loop(trace: Trace, loop: int, step: Any, scalar: ScalarMachine, where:
 
 def check_trace(source: str | os.PathLike | dict[str, Any],
                 machine: Machine | None = None) -> tuple[Trace, list[str]]:
-    """Replay a trace and name what its end violates, to confirm the claim it makes.
+    """Replay a trace and name what its end violates; refuse it unless that confirms the
+    violation it claims.
 
     Invariants (and lemmas) are checked at the last state and step invariants
     on the last step. A trace claiming a deadlock is confirmed by "Deadlock"
     (no action enabled at its end), a lasso claiming a liveness violation by the
     properties `confirm_lasso` finds it violates, one claiming an evaluation error by
     "EvalError" (its last state or step, its constraints or a step from it
-    fail to evaluate).
+    fail to evaluate). A trace that claims a violation (its `#meta` names one) which
+    its replay does not show at the last step is refused, naming what it shows
+    instead: a counterexample that no longer is one must not pass for one.
     """
     trace = load_trace(source, machine)
     scalar = ScalarMachine(trace.machine)
@@ -107,7 +110,21 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
         if kind != "error":
             raise TraceError(f"{_where(source)}: step {len(trace)}: {exc}") from None
         found.append("EvalError")
+    _confirm_claim(trace, found, _where(source))
     return trace, found
+
+
+def _confirm_claim(trace: Trace, found: list[str], where: str) -> None:
+    """Refuse a trace whose claimed violation its replay does not show."""
+    claim = trace.violation.get("name")
+    if not claim or claim in found:
+        return
+    if trace.violation.get("kind") == "liveness" and trace.loop is None:
+        raise TraceError(f"{where}: claims the liveness property {claim} is violated, but "
+                         "it has no loop (a counterexample to liveness is a lasso)")
+    shown = ", ".join(found) or "nothing"
+    raise TraceError(f"{where}: claims {claim} is violated at its last step (step "
+                     f"{len(trace)}), but its replay violates {shown} there")
 
 
 def _where(source: str | os.PathLike | dict[str, Any]) -> str:

@@ -10,31 +10,43 @@ initial state through the scalar backend, so no old states are kept.
 
 The first violation reported is at the smallest depth, and among equally deep
 ones the transition with the smallest (parent fingerprint, action id): the
-same on every run and in every engine.
+same on every run and in every engine. When the safety search is complete and
+holds, the liveness properties are checked on the explored graph (`liveness.py`).
+
+A level either completes or leaves no trace: its counters join the totals only
+when it ends, and an interrupt (Ctrl-C, SIGTERM) or `timeout` stops the search
+at the next chunk, back at the last level boundary. With a checkpoint folder the
+levels are saved there (`checkpoint.py`) at level boundaries every
+`checkpoint_every` seconds and when the search stops, so a resumed run reports
+exactly what an uninterrupted one does.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
+import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
+from checker.engines.explicit.checkpoint import Checkpoint
+from checker.engines.explicit.liveness import check_liveness
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
+from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
+from checker.engines.result import HOLDS, UNKNOWN, CheckResult, coverage_rows, search_stats
+from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import U64
+from checker.packing import U64, Layout
 from checker.traces.trace import Trace
 
-ENGINE_VERSION = "bfs-1"
+ENGINE_VERSION = "bfs-2"
 
 
 @dataclass
@@ -44,9 +56,11 @@ class BfsOptions:
     progress: Callable[[str], None] | None = None
     checkpoint_dir: str | None = None
     resume: bool = False
+    checkpoint_every: float = 5.0  # seconds between saves at level boundaries
+    timeout: float | None = None  # seconds; the search then stops, inconclusive
+    label: str = ""  # the model's name, recorded in a checkpoint
     batch_size: int = 1 << 16  # parents per chunk: big enough to amortise per-action calls
     dedup_budget: int = 1 << 20  # candidate states kept before filtering against visited
-    checkpoint_seconds: float = 300.0
     progress_seconds: float = 2.0
     # called with (slot reader, count) for each level's new states, e.g. to test
     # candidate lemmas on every reachable state (`infer`)
@@ -64,60 +78,224 @@ class _Found:
     prop: str = ""
 
 
+class _Stop(Exception):
+    """The search stops at a chunk boundary: interrupted, or out of time."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class _StopRequest:
+    """Set by a signal handler; the search looks at it between chunks."""
+
+    signalled: bool = False
+    deadline: float | None = None
+
+    def check(self) -> None:
+        if self.signalled:
+            raise _Stop("interrupted")
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            raise _Stop("timeout")
+
+
 @dataclass
 class _Search:
     machine: Machine
     kernel: Kernel
     options: BfsOptions
+    stop: _StopRequest
     visited: VisitedSet = field(default_factory=VisitedSet)
     parents: list[np.ndarray] = field(default_factory=list)  # per level: uint32 parent index
-    actions: list[np.ndarray] = field(default_factory=list)  # per level: uint16 action id
+    actions: list[np.ndarray] = field(default_factory=list)  # per level: action id
     frontier: list[np.ndarray] = field(default_factory=list)
     init_states: list[tuple[int, ...]] = field(default_factory=list)
     generated: int = 0
     enabled: np.ndarray | None = None
     new_states: np.ndarray | None = None
     seconds_before: float = 0.0  # time spent in earlier runs of a resumed search
+    checkpoint: Checkpoint | None = None
+    unsaved: list[np.ndarray] = field(default_factory=list)  # fingerprints of unsaved levels
+    last_save: float = 0.0
+    complete: bool = False  # the frontier was expanded and gave nothing new
 
     @property
     def depth(self) -> int:
         return len(self.parents) - 1
 
 
+def action_dtype(n_actions: int) -> type[np.unsignedinteger]:
+    """Action ids take 2 bytes a state, or 4 for a machine of more than 65,536 actions."""
+    return np.uint16 if n_actions <= 1 << 16 else np.uint32
+
+
+def preflight(machine: Machine, options: BfsOptions) -> None:
+    """Refuse bad input before anything is written: a property BFS cannot check under
+    these options, a checkpoint folder it may not take, or one of another search."""
+    refuse_unchecked(machine, "bfs", options.max_depth)
+    Layout(machine)  # every variable fits a 64-bit word
+    if options.checkpoint_dir and options.resume:
+        Checkpoint.check_identity(options.checkpoint_dir, _identity(machine, options))
+    elif options.checkpoint_dir:
+        Checkpoint.check_new(options.checkpoint_dir)
+
+
+def _identity(machine: Machine, options: BfsOptions) -> dict:
+    return search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
+                           options.max_depth)
+
+
 def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
-    """Exhaustive BFS of `machine`; see the module docstring for the guarantees."""
+    """Exhaustive BFS of `machine`, then its liveness properties; see the module docstring."""
     options = options or BfsOptions()
+    refuse_unchecked(machine, "bfs", options.max_depth)
     started = time.perf_counter()
-    kernel = Kernel(machine)
-    search = _Search(machine, kernel, options)
+    kernel = Kernel(machine, options.progress)
     A = kernel.n_actions
-    search.enabled = np.zeros(A, dtype=np.int64)
-    search.new_states = np.zeros(A, dtype=np.int64)
-    if options.resume and options.checkpoint_dir:
-        _load_checkpoint(search, options.checkpoint_dir)
-    else:
+    stop = _StopRequest(deadline=None if options.timeout is None else started + options.timeout)
+    search = _Search(machine, kernel, options, stop, enabled=np.zeros(A, dtype=np.int64),
+                     new_states=np.zeros(A, dtype=np.int64), last_save=started)
+    if options.checkpoint_dir:
+        _take_checkpoint(search)
+    out_of_memory = False
+    try:
+        with _signals_stop(stop):
+            result = _run(search, started)
+    except MemoryError:  # the level's buffers are freed once this block is left
+        out_of_memory = True
+    if out_of_memory:
+        raise CheckerError(_out_of_memory(search, started))
+    if result.outcome == HOLDS and result.complete and machine.liveness:
+        result = check_liveness(machine, result, kernel)
+    return result
+
+
+def _run(search: _Search, started: float) -> CheckResult:
+    options = search.options
+    if search.depth < 0:
         found = _initial_level(search)
         if found is not None:
             return _report(search, found, started)
-    last_checkpoint = time.perf_counter()
     try:
-        while len(search.frontier[0]):
+        while not search.complete:
             if options.max_depth is not None and search.depth >= options.max_depth:
+                _save(search, started)
                 return _finish(search, started, complete=False)
             found = _expand_level(search, started)
             if found is not None:
                 return _report(search, found, started)
-            if options.checkpoint_dir and \
-                    time.perf_counter() - last_checkpoint >= options.checkpoint_seconds:
-                _save_checkpoint(search, options.checkpoint_dir, started)
-                last_checkpoint = time.perf_counter()
-    except KeyboardInterrupt:
-        if options.checkpoint_dir:
-            _save_checkpoint(search, options.checkpoint_dir, started)
-        raise
-    if options.checkpoint_dir:
-        _save_checkpoint(search, options.checkpoint_dir, started)
+            if search.complete:
+                break
+            if time.perf_counter() - search.last_save >= options.checkpoint_every:
+                _save(search, started)
+    except _Stop as stopped:
+        _save(search, started)
+        if stopped.reason == "interrupted":
+            raise KeyboardInterrupt from None
+        return _finish(search, started, complete=False, unknown=(
+            f"stopped by the timeout after {options.timeout:g} s, at the end of depth "
+            f"{search.depth}: not every state was explored"))
+    _save(search, started)
+    if search.stop.signalled:  # asked to stop while the last level was being merged
+        raise KeyboardInterrupt
     return _finish(search, started, complete=True)
+
+
+@contextlib.contextmanager
+def _signals_stop(stop: _StopRequest) -> Iterator[None]:
+    """While searching, Ctrl-C and SIGTERM ask the search to stop at the next chunk;
+    a second one stops it at once (the last checkpoint is then what remains)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if stop.signalled:
+            raise KeyboardInterrupt
+        stop.signalled = True
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _out_of_memory(search: _Search, started: float) -> str:
+    """What to tell a user whose search ran out of memory, after saving what it can:
+    the search is at a level boundary (a level commits its allocations first)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    saved = search.checkpoint
+    if saved is not None:
+        try:
+            _save(search, started)
+        except (MemoryError, OSError):  # the previous checkpoint is intact
+            pass
+    if saved is None:
+        keep = "; with --checkpoint DIR the levels explored so far are kept"
+    elif saved.levels:
+        keep = (f"; the checkpoint in {saved.path} holds levels 0-{saved.levels - 1}: resume "
+                f"it with --resume {saved.path} on a machine with more memory")
+    else:
+        keep = f"; the checkpoint in {saved.path} holds no level yet"
+    return (f"out of memory at depth {search.depth + 1} after {len(search.visited):,} distinct "
+            f"states (peak memory {peak:,.0f} MB){keep}; the Spark engine (--engine spark) "
+            "spreads the states over executors and disk, or lower the model's bounds")
+
+
+# -- checkpoints ------------------------------------------------------------------
+
+def _take_checkpoint(search: _Search) -> None:
+    """Create the checkpoint folder, or open it and restore the search from it."""
+    options = search.options
+    identity = _identity(search.machine, options)
+    assert options.checkpoint_dir is not None
+    if not options.resume:
+        search.checkpoint = Checkpoint.create(options.checkpoint_dir, identity)
+        return
+    search.checkpoint, saved = Checkpoint.open(options.checkpoint_dir, identity,
+                                               action_dtype(search.kernel.n_actions))
+    if saved is None:
+        return  # nothing durable yet: start over in the same folder
+    layout = search.kernel.layout
+    if not np.array_equal(layout.fingerprints(saved.frontier), saved.fps[-1]):
+        raise CheckerError(f"{search.checkpoint.path}: the saved frontier does not match "
+                           f"level {len(saved.fps) - 1}'s fingerprints")
+    search.visited = VisitedSet(np.concatenate(saved.fps))
+    search.parents, search.actions = saved.parents, saved.actions
+    search.frontier = saved.frontier
+    search.init_states = saved.init_states
+    search.generated, search.enabled, search.new_states = (saved.generated, saved.enabled,
+                                                           saved.new_states)
+    search.seconds_before = saved.seconds
+    search.complete = saved.complete
+
+
+def _save(search: _Search, started: float) -> None:
+    """Make the levels explored so far durable, with the totals up to them."""
+    checkpoint = search.checkpoint
+    if checkpoint is None:
+        return
+    began = time.perf_counter()
+    first = checkpoint.levels
+    layout = search.kernel.layout
+    frontier = None if layout.exact else np.stack(search.frontier)
+    assert search.enabled is not None and search.new_states is not None
+    checkpoint.save(first, search.unsaved, search.parents[first:], search.actions[first:],
+                    frontier, {"init_states": search.init_states, "generated": search.generated,
+                               "enabled": search.enabled.tolist(),
+                               "new_states": search.new_states.tolist(),
+                               "seconds": time.perf_counter() - started + search.seconds_before,
+                               "complete": search.complete})
+    search.unsaved = []
+    search.last_save = time.perf_counter()
+    if search.options.progress:
+        search.options.progress(f"checkpoint: levels 0-{checkpoint.levels - 1} in "
+                                f"{checkpoint.path} ({search.last_save - began:.2f} s)")
 
 
 # -- levels -------------------------------------------------------------------
@@ -138,8 +316,10 @@ def _initial_level(search: _Search) -> _Found | None:
     search.init_states = [states[i] for i in order[keep]]
     search.visited = VisitedSet(fps)
     search.parents = [np.zeros(len(fps), dtype=np.uint32)]
-    search.actions = [np.zeros(len(fps), dtype=np.uint16)]
+    search.actions = [np.zeros(len(fps), dtype=action_dtype(kernel.n_actions))]
     search.frontier = words
+    if search.checkpoint is not None:
+        search.unsaved.append(fps)
     if search.options.on_level:
         search.options.on_level(kernel.reader(words), len(fps))
     return _check_new_states(search, words, depth=0)
@@ -168,6 +348,8 @@ def _check_new_states(search: _Search, words: list[np.ndarray], depth: int,
 
 
 def _expand_level(search: _Search, started: float) -> _Found | None:
+    """Expand the frontier into the next level. Its counters join the totals when the
+    level ends (with a new level, or a violation), never when it is stopped midway."""
     kernel, options = search.kernel, search.options
     frontier = search.frontier
     n = len(frontier[0])
@@ -176,16 +358,28 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     layout = kernel.layout
     dedup = LevelDedup(search.visited, layout.n_words, layout.bits if layout.exact else None,
                        options.dedup_budget)
+    enabled = np.zeros(A, dtype=np.int64)
+    generated = 0
     best_error: int | None = None
     best_step: tuple[int, int] | None = None
     deadlock: int | None = None
     guard_error: int | None = None
     last_progress = time.perf_counter()
+    lo = 0
+
+    def tick() -> None:  # inside a batch: a machine with many actions is slow per batch
+        nonlocal last_progress
+        now = time.perf_counter()
+        if options.progress and now - last_progress >= options.progress_seconds:
+            last_progress = now
+            options.progress(_progress_line(search, started, f"{lo:,}/{n:,} expanded"))
+
     for lo in range(0, n, options.batch_size):
+        search.stop.check()
         hi = min(n, lo + options.batch_size)
-        exp = kernel.expand([w[lo:hi] for w in frontier], lo, options.deadlock)
-        search.enabled += exp.enabled
-        search.generated += len(exp.gen)
+        exp = kernel.expand([w[lo:hi] for w in frontier], lo, options.deadlock, tick)
+        enabled += exp.enabled
+        generated += len(exp.gen)
         if exp.guard_error is not None:
             guard_error = exp.guard_error if guard_error is None else min(guard_error,
                                                                           exp.guard_error)
@@ -202,14 +396,22 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
         if options.progress and now - last_progress >= options.progress_seconds:
             last_progress = now
             options.progress(_progress_line(search, started, f"{hi:,}/{n:,} expanded"))
+    assert search.enabled is not None and search.new_states is not None
+
+    def count_level() -> None:  # the level ends: its counts join the totals
+        search.enabled += enabled
+        search.generated += generated
+
     if guard_error is not None:
+        count_level()
         return _Found("guard_error", depth, guard_error // A, guard_error % A)
     if deadlock is not None:
+        count_level()
         return _Found("deadlock", depth, deadlock, None, "Deadlock")
     new_fp, new_gen, new_words = dedup.result()
     del dedup
     parent = (new_gen // A).astype(np.uint32)
-    action = (new_gen % A).astype(np.uint16)
+    action = (new_gen % A).astype(action_dtype(A))
     found_state = _check_new_states(search, new_words, depth + 1, new_gen) if len(new_fp) \
         else None
     candidates: list[tuple[int, _Found]] = []
@@ -224,15 +426,21 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
         candidates.append((key, _Found(found_state.kind, depth, key // A, key % A,
                                        found_state.prop)))
     if candidates:
+        count_level()
         candidates.sort(key=lambda c: (c[0], c[1].kind != "error"))
         return candidates[0][1]
-    search.frontier = new_words
     if not len(new_fp):
-        return None  # the search is complete; an empty level does not add to the diameter
+        count_level()
+        search.complete = True  # an empty level does not add to the diameter
+        return None
+    search.visited.add_sorted(new_fp)  # the one allocation: before the search changes
+    count_level()
+    search.frontier = new_words
     search.new_states += np.bincount(action, minlength=A)
-    search.visited.add_sorted(new_fp)
     search.parents.append(parent)
     search.actions.append(action)
+    if search.checkpoint is not None:
+        search.unsaved.append(new_fp)
     if options.on_level:
         options.on_level(kernel.reader(new_words), len(new_fp))
     if options.progress:
@@ -266,9 +474,15 @@ def _coverage(search: _Search) -> list[dict]:
     return coverage_rows(search.machine, search.enabled, search.new_states)
 
 
-def _finish(search: _Search, started: float, complete: bool) -> CheckResult:
-    return CheckResult("bfs", HOLDS, None, _stats(search, started), _coverage(search),
-                       complete=complete)
+def _finish(search: _Search, started: float, complete: bool,
+            unknown: str | None = None) -> CheckResult:
+    """Holds (to the depth bound, if `complete` is False), or inconclusive (`unknown`:
+    why the search stopped early)."""
+    stats = _stats(search, started)
+    if unknown is not None:
+        stats["unknown"] = unknown
+    return CheckResult("bfs", HOLDS if unknown is None else UNKNOWN, None, stats,
+                       _coverage(search), complete=complete)
 
 
 def _path(search: _Search, depth: int, index: int) -> Trace:
@@ -285,59 +499,3 @@ def _report(search: _Search, found: _Found, started: float) -> CheckResult:
     outcome, violation = explain(search.machine, trace, found.kind, found.prop, found.action,
                                  "bfs")
     return CheckResult("bfs", outcome, violation, _stats(search, started), _coverage(search))
-
-
-# -- checkpoints -----------------------------------------------------------------
-
-def _identity(machine: Machine) -> dict:
-    return {"engine": ENGINE_VERSION, "spec": machine.spec_ref or machine.spec_name,
-            "params": machine.params, "mutations": list(machine.mutations),
-            "invariants": [p.name for p in machine.invariants + machine.lemmas],
-            "step_invariants": [p.name for p in machine.step_invariants],
-            "slots": len(machine.slots), "actions": len(machine.actions)}
-
-
-def _save_checkpoint(search: _Search, directory: str, started: float) -> None:
-    """Write the search at a level boundary; atomic: a crash keeps the previous one."""
-    tmp = directory.rstrip("/") + ".tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    sizes = [len(p) for p in search.parents]
-    np.save(os.path.join(tmp, "visited.npy"), search.visited.to_array())
-    np.save(os.path.join(tmp, "parents.npy"), np.concatenate(search.parents))
-    np.save(os.path.join(tmp, "actions.npy"), np.concatenate(search.actions))
-    np.save(os.path.join(tmp, "frontier.npy"), np.stack(search.frontier))
-    np.save(os.path.join(tmp, "coverage.npy"), np.stack([search.enabled, search.new_states]))
-    meta = {"identity": _identity(search.machine), "level_sizes": sizes,
-            "generated": search.generated, "init_states": search.init_states,
-            "seconds": time.perf_counter() - started + search.seconds_before}
-    with open(os.path.join(tmp, "meta.json"), "w") as f:
-        json.dump(meta, f)
-    old = directory.rstrip("/") + ".old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(directory):
-        os.replace(directory, old)
-    os.replace(tmp, directory)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _load_checkpoint(search: _Search, directory: str) -> None:
-    try:
-        with open(os.path.join(directory, "meta.json")) as f:
-            meta = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise CheckerError(f"cannot resume from {directory}: {exc}") from None
-    if meta.get("identity") != json.loads(json.dumps(_identity(search.machine))):
-        raise CheckerError(f"cannot resume from {directory}: it was written for another "
-                           "model, parameters or engine version")
-    search.visited = VisitedSet(np.load(os.path.join(directory, "visited.npy")))
-    bounds = np.cumsum([0] + meta["level_sizes"])
-    parents = np.load(os.path.join(directory, "parents.npy"))
-    actions = np.load(os.path.join(directory, "actions.npy"))
-    search.parents = [parents[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    search.actions = [actions[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    search.frontier = list(np.load(os.path.join(directory, "frontier.npy")))
-    search.enabled, search.new_states = np.load(os.path.join(directory, "coverage.npy"))
-    search.generated = meta["generated"]
-    search.init_states = [tuple(s) for s in meta["init_states"]]
-    search.seconds_before = meta["seconds"]

@@ -8,7 +8,8 @@ so a state with no successor is a behaviour that stops there. Each *instance*
 of a named action is weakly fair (TLA+'s `\\A x: WF_vars(A(x))`): a behaviour
 that from some point on has it enabled in every state must take it.
 
-The check, on the whole reachable graph (built with the BFS kernel):
+The check, on the whole reachable graph (built here with the BFS kernel, or by the
+Spark engine in its executors: `checker/engines/spark/liveness.py`):
 1. drop goal states (state goals) or goal transitions (step goals);
 2. keep what is reachable from the trigger states that are not goal states;
 3. a counterexample is either a state there where no fair instance is enabled
@@ -36,6 +37,7 @@ from checker.engines.explicit.successors import Kernel
 from checker.engines.report import replay
 from checker.engines.result import HOLDS, VIOLATED, CheckResult, Violation
 from checker.errors import CheckerError
+from checker.lang.expr import Expr
 from checker.lang.machine import LivenessProperty, Machine
 from checker.packing import U64
 from checker.traces.trace import Trace
@@ -43,25 +45,44 @@ from checker.traces.trace import Trace
 
 @dataclass
 class StateGraph:
-    """Every reachable state (packed words, in BFS order) and every transition."""
+    """Every reachable state and every transition, numbered alike by every engine.
 
-    words: list[np.ndarray]
+    States are numbered in BFS order, level by level and by fingerprint within a
+    level (the order in which every engine keeps its levels); transitions are sorted
+    by (source, action). So a search over the graph breaks ties the same way whoever
+    built it, and the local and Spark engines report the same lasso."""
+
     depth: np.ndarray  # BFS depth of each state
     parent: np.ndarray  # canonical BFS parent (-1 for initial states)
     parent_action: np.ndarray
     src: np.ndarray
     dst: np.ndarray
     action: np.ndarray
-    init_states: list[tuple[int, ...]]
+    init_states: list[tuple[int, ...]]  # level 0, in state-number order
 
     @property
     def n(self) -> int:
         return len(self.depth)
 
 
-def build_graph(machine: Machine, kernel: Kernel | None = None,
-                batch_size: int = 1 << 16) -> StateGraph:
-    """The reachable graph, level by level with the NumPy kernel; constraints prune."""
+@dataclass
+class Labels:
+    """Where one liveness property's predicates hold on a StateGraph."""
+
+    trigger: np.ndarray  # per state
+    goal_state: np.ndarray  # per state (all False for a goal over steps)
+    goal_edge: np.ndarray  # per transition: the step is, or enters, a goal
+
+
+def transition_order(src: np.ndarray, action: np.ndarray) -> np.ndarray:
+    """The permutation putting transitions in the graph's order: by source, then action."""
+    return np.lexsort((action, src))
+
+
+def build_graph(machine: Machine, kernel: Kernel | None = None, batch_size: int = 1 << 16
+                ) -> tuple[StateGraph, list[np.ndarray]]:
+    """The reachable graph, level by level with the NumPy kernel (constraints prune),
+    and each state's packed words."""
     kernel = kernel or Kernel(machine)
     layout, A = kernel.layout, kernel.n_actions
     scalar = ScalarMachine(machine)
@@ -69,10 +90,11 @@ def build_graph(machine: Machine, kernel: Kernel | None = None,
     if not inits:
         raise CheckerError(f"spec {machine.spec_name}: no initial state satisfies the constraints")
     packed = np.array([layout.pack(s) for s in inits], dtype=U64).reshape(len(inits), -1)
-    words = [packed[:, w].copy() for w in range(layout.n_words)]
-    fps = layout.fingerprints(words)
+    fps = layout.fingerprints([packed[:, w].copy() for w in range(layout.n_words)])
     order = np.argsort(fps, kind="stable")
-    known_fp, known_id = fps[order], order.astype(np.int64)
+    inits = [inits[i] for i in order]
+    words = [packed[order, w].copy() for w in range(layout.n_words)]
+    known_fp, known_id = fps[order], np.arange(len(inits), dtype=np.int64)
     all_words = [list([w]) for w in words]
     depth = [np.zeros(len(inits), np.int64)]
     parent = [np.full(len(inits), -1, np.int64)]
@@ -122,18 +144,33 @@ def build_graph(machine: Machine, kernel: Kernel | None = None,
             level += 1
         else:
             frontier = [np.empty(0, U64)]
-    return StateGraph([np.concatenate(w) for w in all_words], np.concatenate(depth),
-                      np.concatenate(parent), np.concatenate(paction),
-                      np.concatenate(src), np.concatenate(dst), np.concatenate(act), inits)
+    src_all, dst_all, act_all = np.concatenate(src), np.concatenate(dst), np.concatenate(act)
+    order = transition_order(src_all, act_all)
+    graph = StateGraph(np.concatenate(depth), np.concatenate(parent), np.concatenate(paction),
+                       src_all[order], dst_all[order], act_all[order], inits)
+    return graph, [np.concatenate(w) for w in all_words]
 
 
-def _evaluate(kernel: Kernel, expr, before: list[np.ndarray],
-              after: list[np.ndarray] | None = None) -> np.ndarray:
+def evaluate_batch(kernel: Kernel, expr: Expr, before: list[np.ndarray],
+                   after: list[np.ndarray] | None = None) -> np.ndarray:
+    """A state predicate on packed states, or a step predicate on (before, after)."""
     n = len(before[0])
     fn = compile_batch([expr], dtype_for([expr]), "liveness")
     rb = kernel.reader(before)
     ra = kernel.reader(after) if after is not None else rb
     return np.broadcast_to(np.asarray(fn(rb, ra)[0], dtype=bool), (n,)).copy()
+
+
+def labels_of(kernel: Kernel, graph: StateGraph, words: list[np.ndarray],
+              prop: LivenessProperty) -> Labels:
+    """`prop`'s predicates evaluated on the graph's states and transitions."""
+    trigger = evaluate_batch(kernel, prop.trigger, words)
+    if prop.goal_is_step:
+        goal_edge = evaluate_batch(kernel, prop.goal, [w[graph.src] for w in words],
+                                   [w[graph.dst] for w in words])
+        return Labels(trigger, np.zeros(graph.n, dtype=bool), goal_edge)
+    goal_state = evaluate_batch(kernel, prop.goal, words)
+    return Labels(trigger, goal_state, goal_state[graph.dst])
 
 
 @dataclass
@@ -149,27 +186,20 @@ class Lasso:
     trigger_at: int
 
 
-def find_lasso(graph: StateGraph, kernel: Kernel, prop: LivenessProperty) -> Lasso | None:
+def find_lasso(graph: StateGraph, labels: Labels, fair_actions: tuple[int, ...],
+               n_actions: int) -> Lasso | None:
     """A fair behaviour from a trigger state that never reaches the goal, or None."""
     n = graph.n
-    trigger = _evaluate(kernel, prop.trigger, graph.words)
-    if prop.goal_is_step:
-        goal_state = np.zeros(n, dtype=bool)
-        goal_edge = _evaluate(kernel, prop.goal, [w[graph.src] for w in graph.words],
-                              [w[graph.dst] for w in graph.words])
-    else:
-        goal_state = _evaluate(kernel, prop.goal, graph.words)
-        goal_edge = goal_state[graph.dst]
-    keep = ~goal_edge & ~goal_state[graph.src]
+    trigger, goal_state = labels.trigger, labels.goal_state
+    keep = ~labels.goal_edge & ~goal_state[graph.src]
     # enabled fair instances per state, in the whole graph
-    fair = np.array(sorted(prop.fair), dtype=np.int64)
-    fair_col = np.full(len(kernel.machine.actions), -1, np.int64)
+    fair = np.array(sorted(fair_actions), dtype=np.int64)
+    fair_col = np.full(n_actions, -1, np.int64)
     fair_col[fair] = np.arange(len(fair))
     enabled = np.zeros((n, len(fair)), dtype=bool)
     is_fair = fair_col[graph.action] >= 0
     enabled[graph.src[is_fair], fair_col[graph.action[is_fair]]] = True
-    order = np.argsort(graph.src[keep], kind="stable")
-    src, dst, act = graph.src[keep][order], graph.dst[keep][order], graph.action[keep][order]
+    src, dst, act = graph.src[keep], graph.dst[keep], graph.action[keep]  # still sorted
     starts = np.searchsorted(src, np.arange(n + 1))
     dist, pred, pred_act = _distances(n, src, dst, act, starts,
                                       np.flatnonzero(trigger & ~goal_state), graph.depth)
@@ -366,19 +396,29 @@ def lasso_trace(machine: Machine, graph: StateGraph, lasso: Lasso) -> Trace:
     return trace
 
 
-def check_liveness(machine: Machine, result: CheckResult | None = None) -> CheckResult:
-    """Check every liveness property of `machine`; `result` (a complete safety run
-    that holds) contributes its statistics. The first property violated is reported."""
-    if not machine.liveness:
-        raise CheckerError(f"spec {machine.spec_name} declares no liveness property")
+def check_liveness(machine: Machine, result: CheckResult,
+                   kernel: Kernel | None = None) -> CheckResult:
+    """Every liveness property of `machine`, on the graph rebuilt with the local kernel
+    (the safety search's, if given); `result` is the complete safety run that holds,
+    whose figures the answer keeps."""
     started = time.perf_counter()
-    kernel = Kernel(machine)
-    graph = build_graph(machine, kernel)
-    stats = dict(result.stats) if result is not None else {}
+    kernel = kernel or Kernel(machine)
+    graph, words = build_graph(machine, kernel)
+    return check_graph(machine, graph, lambda prop: labels_of(kernel, graph, words, prop),
+                       result, started)
+
+
+def check_graph(machine: Machine, graph: StateGraph,
+                labels: Callable[[LivenessProperty], Labels], result: CheckResult,
+                started: float) -> CheckResult:
+    """The liveness verdict on an explored graph, whoever built it: the first property
+    (in declaration order) with a fair lasso that never reaches its goal, or holds.
+    `result` is the complete safety run; its statistics and coverage carry over."""
+    stats = dict(result.stats)
     stats.update(liveness_states=graph.n, liveness_edges=len(graph.src))
-    coverage = result.coverage if result is not None else []
+    engine = result.engine
     for prop in machine.liveness:
-        lasso = find_lasso(graph, kernel, prop)
+        lasso = find_lasso(graph, labels(prop), prop.fair, len(machine.actions))
         if lasso is None:
             continue
         trace = lasso_trace(machine, graph, lasso)
@@ -388,12 +428,12 @@ def check_liveness(machine: Machine, result: CheckResult | None = None) -> Check
                    f"behaviour {how} without reaching the goal")
         trace.violation = {"kind": "liveness", "name": prop.name, "message": message,
                            "trigger": lasso.trigger_at}
-        trace.meta = {"engine": "bfs+liveness"}
+        trace.meta = {"engine": f"{engine}+liveness"}
         stats["liveness_seconds"] = round(time.perf_counter() - started, 3)
-        return CheckResult("bfs", VIOLATED, Violation("liveness", prop.name, message, trace),
-                           stats, coverage)
+        return CheckResult(engine, VIOLATED, Violation("liveness", prop.name, message, trace),
+                           stats, result.coverage)
     stats["liveness_seconds"] = round(time.perf_counter() - started, 3)
-    return CheckResult("bfs", HOLDS, None, stats, coverage)
+    return CheckResult(engine, HOLDS, None, stats, result.coverage)
 
 
 def confirm_lasso(trace: Trace, names: list[str] | None = None) -> list[str]:

@@ -18,6 +18,8 @@ smallest action id. Engines pick counterexamples by the same rule.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,10 +56,14 @@ class Expansion:
     guard_error: int | None = None  # smallest parent lane whose guard read out of range
 
 
+PROGRESS_SECONDS = 2.0
+
+
 class Kernel:
     """A Machine compiled for batches of packed states."""
 
-    def __init__(self, machine: Machine):
+    def __init__(self, machine: Machine, progress: Callable[[str], None] | None = None):
+        """`progress` hears how far compiling is, when a big machine takes a while."""
         self.machine = machine
         self.layout = Layout(machine)
         self.n_actions = len(machine.actions)
@@ -65,7 +71,12 @@ class Kernel:
         guards = [a.guard for a in machine.actions]
         guard_defs = [E.defined(g) for g in guards]
         self._guard_def_idx = [i for i, d in enumerate(guard_defs) if not d.is_const]
-        programs_roots = [self._effect_roots(a) for a in machine.actions]
+        ticker = _Ticker(progress, lambda k: f"compiling {machine.spec_name} for NumPy: {k:,} "
+                                            f"of {2 * len(machine.actions):,} steps")
+        programs_roots = []
+        for a in machine.actions:
+            programs_roots.append(self._effect_roots(a))
+            ticker.tick()
         props = machine.invariants + machine.lemmas
         inv_roots = [p.expr for p in props] + [E.defined(p.expr) for p in props]
         all_roots = guards + guard_defs + inv_roots + [r for roots, _ in programs_roots
@@ -73,9 +84,11 @@ class Kernel:
         self.dtype = dtype_for(all_roots)
         self._guards = compile_batch(guards + [guard_defs[i] for i in self._guard_def_idx],
                                      self.dtype, "guards")
-        self._programs = [
-            _ActionProgram(a, compile_batch(roots, self.dtype, f"effects_{a.id}"), *meta)
-            for a, (roots, meta) in zip(machine.actions, programs_roots, strict=True)]
+        self._programs = []
+        for a, (roots, meta) in zip(machine.actions, programs_roots, strict=True):
+            self._programs.append(
+                _ActionProgram(a, compile_batch(roots, self.dtype, f"effects_{a.id}"), *meta))
+            ticker.tick()
         self.property_names = [p.name for p in props]
         self._invariants = compile_batch(inv_roots, self.dtype, "invariants")
 
@@ -149,7 +162,10 @@ class Kernel:
         return first, undefined
 
     def expand(self, words: list[np.ndarray], first_parent: int,
-               check_deadlock: bool) -> Expansion:
+               check_deadlock: bool, tick: Callable[[], None] | None = None) -> Expansion:
+        """Successors of the batch `words`, whose first state is parent number
+        `first_parent`; `tick` is called after each action (a machine with thousands of
+        actions spends seconds in one batch)."""
         n = len(words[0])
         read = self.reader(words)
         outs = self._guards(read, read)
@@ -177,6 +193,8 @@ class Kernel:
             if any_enabled is not None:
                 any_enabled[idx] = True
             enabled[prog.action.id] = len(idx)
+            if tick is not None:
+                tick()
             if len(idx) == 0:
                 continue
             self._apply(prog, words, read, idx, first_parent, result, succ_words, gens)
@@ -258,3 +276,18 @@ class Kernel:
         for w in range(layout.n_words):
             succ_words[w].append(new_words[w])
         gens.append(gen)
+
+
+class _Ticker:
+    """Calls `progress(describe(count))` at most every PROGRESS_SECONDS as work is counted."""
+
+    def __init__(self, progress: Callable[[str], None] | None, describe: Callable[[int], str]):
+        self.progress, self.describe = progress, describe
+        self.count = 0
+        self.last = time.monotonic()
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.progress is not None and time.monotonic() - self.last >= PROGRESS_SECONDS:
+            self.last = time.monotonic()
+            self.progress(self.describe(self.count))

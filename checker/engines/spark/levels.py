@@ -59,6 +59,7 @@ class MachineRef:
     invariants: tuple[str, ...]
     step_invariants: tuple[str, ...]
     lemmas: tuple[str, ...]
+    liveness: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, machine: Machine) -> MachineRef:
@@ -68,7 +69,8 @@ class MachineRef:
         return cls(machine.spec_ref, tuple(sorted(machine.params.items())),
                    tuple(machine.mutations), tuple(p.name for p in machine.invariants),
                    tuple(p.name for p in machine.step_invariants),
-                   tuple(p.name for p in machine.lemmas))
+                   tuple(p.name for p in machine.lemmas),
+                   tuple(p.name for p in machine.liveness))
 
     def build(self) -> Machine:
         from checker.registry import find_spec
@@ -78,7 +80,8 @@ class MachineRef:
             machine,
             invariants=_pick(machine.invariants, self.invariants),
             step_invariants=_pick(machine.step_invariants, self.step_invariants),
-            lemmas=_pick(machine.lemmas, self.lemmas))
+            lemmas=_pick(machine.lemmas, self.lemmas),
+            liveness=_pick(machine.liveness, self.liveness))
 
 
 def _pick(props: list, names: tuple[str, ...]) -> list:
@@ -109,11 +112,11 @@ def state_schema(n_words: int, exact: bool) -> str:
     return f"fp long, {words}parent long, action int"
 
 
-def _unsigned(table: pa.Table, name: str) -> np.ndarray:
+def unsigned(table: pa.Table, name: str) -> np.ndarray:
     return table.column(name).to_numpy().view(U64)
 
 
-def _read(batches: Iterator[pa.RecordBatch], kernel: Kernel
+def read_partition(batches: Iterator[pa.RecordBatch], kernel: Kernel
           ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
     """One partition as uint64 fingerprints, words and parents, and int64 actions."""
     got = list(batches)
@@ -122,11 +125,11 @@ def _read(batches: Iterator[pa.RecordBatch], kernel: Kernel
         empty = np.empty(0, dtype=U64)
         return empty, [empty] * layout.n_words, empty, np.empty(0, dtype=np.int64)
     table = pa.Table.from_batches(got).combine_chunks()
-    fps = _unsigned(table, "fp")
-    words = [fps] if layout.exact else [_unsigned(table, c) for c in
+    fps = unsigned(table, "fp")
+    words = [fps] if layout.exact else [unsigned(table, c) for c in
                                         word_columns(layout.n_words, False)]
     actions = table.column("action").to_numpy().astype(np.int64)
-    return fps, words, _unsigned(table, "parent"), actions
+    return fps, words, unsigned(table, "parent"), actions
 
 
 def _batches(kernel: Kernel, fps: np.ndarray, words: list[np.ndarray], parents: np.ndarray,
@@ -207,7 +210,7 @@ def expand_partition(task: LevelTask, batches: Iterator[pa.RecordBatch]
     """Distinct successors of one frontier partition, each with its smallest generator."""
     started = time.perf_counter()
     kernel = kernel_for(task.ref)
-    fps, words, _, _ = _read(batches, kernel)
+    fps, words, _, _ = read_partition(batches, kernel)
     _maybe_fail(task.level)
     order = np.argsort(fps, kind="stable")  # generation keys then follow (parent fp, action)
     fps, words = fps[order], [w[order] for w in words]
@@ -257,7 +260,7 @@ def dedupe_partition(task: LevelTask, batches: Iterator[pa.RecordBatch]
     candidates that map partitions sent."""
     started = time.perf_counter()
     kernel = kernel_for(task.ref)
-    fps, words, parents, actions = _read(batches, kernel)
+    fps, words, parents, actions = read_partition(batches, kernel)
     rows = _canonical_rows(fps, parents, actions)
     fps, parents, actions = fps[rows], parents[rows], actions[rows]
     words = [fps] if kernel.layout.exact else [w[rows] for w in words]

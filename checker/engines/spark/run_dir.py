@@ -1,40 +1,58 @@
-"""The run directory of a Spark BFS: what is being run, how far it got, and its levels.
+"""The run directory of a Spark BFS: what is being run, and its levels with their records.
 
-    DIR/run.json      what the run explores (model, spec, parameters, properties,
-                      engine version) and its partition count; written once
-    DIR/levels.json   the last durable level and the totals up to it; replaced
-                      atomically after each level's Parquet is committed
-    DIR/level=K/      level K's states as Parquet, one file per fingerprint bucket
+    DIR/run.json                   what the run explores (its identity) and its
+                                   partition count; written once, and marks the folder
+                                   as a ctmc run directory
+    DIR/level=K/                   level K's states as Parquet, one file per bucket
+    DIR/level=K/_ctmc_level.json   level K's record: each file's size, row count and
+                                   SHA-256, the level's counters and timings, and a
+                                   SHA-256 of the record itself (Spark ignores `_` files)
 
-A level is durable once levels.json names it. Anything beyond (a level whose
-write or record was cut short, Spark's staging folders) is discarded on
-resume, which then continues from the last durable level; a run is never
-resumed into a directory written for something else, and nothing here ever
-deletes a run directory or a durable level.
+A level is durable once its record is written, after Spark committed its files;
+the run's progress is the sum of the records of levels 0..K. On resume every
+durable level is verified against its record; a mismatch (a file missing, changed
+or added, a record edited) is one line naming the file, and nothing is deleted. The
+only thing resume removes is what a killed run left unfinished: the one level after
+the last durable one, which has no record, and Spark's staging folders. There is
+no separate index to lose: the records are the bookkeeping.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
+from checker.engines.durable import file_sha256, read_json, same_identity, seal, unseal, write_json
 from checker.errors import CheckerError
 
 RUN_FILE = "run.json"
-LEVELS_FILE = "levels.json"
+RECORD = "_ctmc_level.json"
 _LEVEL_DIR = re.compile(r"^level=(\d+)$")
 _STAGING = re.compile(r"^(_temporary|\.spark-staging-.*)$")
 
 
 @dataclass
+class LevelCounts:
+    """What one level adds to the run's totals: its states, and the expansion of the
+    level before it that made them (level 0 adds only its states)."""
+
+    states: int
+    generated: int = 0  # transitions out of the level before
+    enabled: list[int] = field(default_factory=list)  # per action instance, in that expansion
+    new_states: list[int] = field(default_factory=list)  # canonical generators of this level
+    timings: dict[str, Any] = field(default_factory=dict)  # seconds, task-seconds, bytes
+
+
+@dataclass
 class Progress:
-    """Totals up to the last durable level (the contents of levels.json)."""
+    """Totals up to the last durable level: the sum of the levels' records."""
 
     sizes: list[int] = field(default_factory=list)  # distinct states per level
     generated: int = 0  # transitions out of every level but the last
@@ -45,8 +63,19 @@ class Progress:
 
     @property
     def durable(self) -> int:
-        """The last durable level, -1 before level 0 is committed."""
+        """The last durable level, -1 before level 0 is recorded."""
         return len(self.sizes) - 1
+
+    def add(self, counts: LevelCounts) -> None:
+        self.sizes.append(counts.states)
+        self.generated += counts.generated
+        if counts.enabled:
+            self.enabled = [a + b for a, b in zip(self.enabled, counts.enabled, strict=True)]
+            self.new_states = [a + b for a, b in zip(self.new_states, counts.new_states,
+                                                     strict=True)]
+        self.seconds += float(counts.timings.get("seconds", 0.0))
+        self.levels.append({"level": len(self.sizes) - 1, "states": counts.states,
+                            **counts.timings})
 
 
 @dataclass
@@ -58,16 +87,21 @@ class RunDir:
     def level_path(self, level: int) -> Path:
         return self.path / f"level={level}"
 
-    def commit(self, progress: Progress) -> None:
-        """Record `progress` atomically: a crash leaves the previous record."""
-        _write_json(self.path / LEVELS_FILE, asdict(progress))
+    def record(self, level: int, counts: LevelCounts) -> None:
+        """Make `level` durable: Spark committed its files, now describe them."""
+        folder = self.level_path(level)
+        started = time.perf_counter()
+        files = {f.name: _describe(f) for f in _data_files(folder)}
+        counts.timings["record_seconds"] = round(time.perf_counter() - started, 3)
+        if sum(f["rows"] for f in files.values()) != counts.states:
+            raise CheckerError(f"{folder}: Spark wrote {sum(f['rows'] for f in files.values())} "
+                               f"rows for level {level}, not the {counts.states} counted")
+        write_json(folder / RECORD, seal({"level": level, "files": files,
+                                          "counts": counts.__dict__}))
 
     def parquet_bytes(self, level: int) -> int:
         folder = self.level_path(level)
-        if not folder.is_dir():
-            return 0
-        return sum(f.stat().st_size for f in folder.iterdir()
-                   if f.is_file() and not f.name.startswith((".", "_")))
+        return sum(f.stat().st_size for f in _data_files(folder)) if folder.is_dir() else 0
 
 
 def default_path(label: str) -> Path:
@@ -92,7 +126,7 @@ def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -
     check_new(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        _write_json(folder / RUN_FILE, {"identity": identity, "partitions": partitions})
+        write_json(folder / RUN_FILE, {"identity": identity, "partitions": partitions})
     except OSError as exc:
         raise CheckerError(f"cannot create run directory {folder}: "
                            f"{exc.strerror or exc}") from None
@@ -100,72 +134,97 @@ def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -
 
 
 def inspect(path: str | os.PathLike, identity: dict[str, Any],
-            partitions: int | None) -> tuple[RunDir, Progress]:
-    """The run in `path` and its durable progress, if it explores the same thing and
-    `partitions` (if given) is its partition count. Changes nothing."""
+            partitions: int | None) -> RunDir:
+    """The run in `path`, if it explores the same thing and `partitions` (if given) is
+    its partition count. Reads run.json only; changes nothing."""
     folder = Path(path)
-    record = _read_json(folder / RUN_FILE, f"cannot resume {folder}: not a Spark run directory")
+    record = read_json(folder / RUN_FILE, f"cannot resume {folder}: not a Spark run directory")
     if not isinstance(record, dict) or not isinstance(record.get("identity"), dict) \
             or not isinstance(record.get("partitions"), int):
-        raise CheckerError(f"cannot resume {folder}: {RUN_FILE} is malformed")
-    _check_identity(folder, record["identity"], identity)
+        raise CheckerError(f"{folder / RUN_FILE}: malformed; {folder} cannot be resumed")
+    same_identity(folder, record["identity"], identity)
     if partitions is not None and partitions != record["partitions"]:
         raise CheckerError(f"cannot resume {folder} with --partitions {partitions}: its levels "
                            f"are split into {record['partitions']} partitions")
-    progress = Progress()
-    if (folder / LEVELS_FILE).exists():
-        data = _read_json(folder / LEVELS_FILE, f"cannot resume {folder}")
-        try:
-            progress = Progress(**data)
-        except TypeError:
-            raise CheckerError(f"cannot resume {folder}: {LEVELS_FILE} is malformed") from None
-    return RunDir(folder, identity, record["partitions"]), progress
+    return RunDir(folder, identity, record["partitions"])
 
 
 def resume(path: str | os.PathLike, identity: dict[str, Any],
-           partitions: int | None) -> tuple[RunDir, Progress]:
-    """`inspect`, then discard whatever lies beyond the last durable level."""
-    run, progress = inspect(path, identity, partitions)
-    _discard_beyond(run.path, progress.durable)
+           partitions: int | None, n_actions: int) -> tuple[RunDir, Progress]:
+    """`inspect`, verify every durable level against its record, then remove what a
+    killed run left unfinished beyond them. Nothing is removed unless all verify."""
+    run = inspect(path, identity, partitions)
+    levels = _level_folders(run.path)
+    progress = Progress(enabled=[0] * n_actions, new_states=[0] * n_actions)
+    recorded = [k for k, folder in levels.items() if (folder / RECORD).exists()]
+    durable = max(recorded, default=-1)
+    for k in range(durable + 1):
+        if k not in levels:
+            raise CheckerError(f"{run.level_path(k)}: missing, but level {durable} is recorded; "
+                               f"{run.path} cannot be resumed")
+        progress.add(_verify(levels[k], k, n_actions))
+    unfinished = [k for k in levels if k > durable]
+    if any(k > durable + 1 for k in unfinished):
+        k = min(k for k in unfinished if k > durable + 1)
+        raise CheckerError(f"{run.level_path(k)}: a level after {run.level_path(durable + 1)}, "
+                           f"which has no record; {run.path} cannot be resumed")
+    for k in unfinished:  # written by the killed run, never recorded
+        shutil.rmtree(levels[k])
+    for entry in run.path.iterdir():
+        if _STAGING.match(entry.name):
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     return run, progress
 
 
-def _check_identity(folder: Path, recorded: dict[str, Any], identity: dict[str, Any]) -> None:
-    expected = json.loads(json.dumps(identity))
-    for key in sorted(set(recorded) | set(expected)):
-        if recorded.get(key) != expected.get(key):
-            raise CheckerError(
-                f"cannot resume {folder}: it was written for another model, parameters or "
-                f"engine version ({key} is {_show(recorded.get(key))} there, "
-                f"{_show(expected.get(key))} here)")
+# --- verifying ---------------------------------------------------------------------
+
+def _verify(folder: Path, level: int, n_actions: int) -> LevelCounts:
+    """Level `level`'s counts, if its files are exactly those its record describes."""
+    path = folder / RECORD
+    record = unseal(path, read_json(path, f"{folder}: level {level} has no record"))
+    files = record.get("files")
+    if record.get("level") != level or not isinstance(files, dict):
+        raise CheckerError(f"{path}: malformed record")
+    present = {f.name: f for f in _data_files(folder)}
+    for name in sorted(set(files) | set(present)):
+        if name not in present:
+            raise CheckerError(f"{folder / name}: missing (level {level}'s record names it)")
+        if name not in files:
+            raise CheckerError(f"{folder / name}: not in level {level}'s record (a file added "
+                               "after the level was written)")
+        if _describe(present[name]) != files[name]:
+            raise CheckerError(f"{folder / name}: checksum mismatch: the file changed after "
+                               "the level was written")
+    try:
+        counts = LevelCounts(**record["counts"])
+    except TypeError:
+        raise CheckerError(f"{path}: malformed counts") from None
+    if counts.states != sum(f["rows"] for f in files.values()) or (
+            level and (len(counts.enabled) != n_actions or len(counts.new_states) != n_actions)):
+        raise CheckerError(f"{path}: its counts do not match its files")
+    return counts
 
 
-def _show(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+def _data_files(folder: Path) -> list[Path]:
+    """The Parquet files of a level (Spark skips names starting with `_` or `.`)."""
+    return sorted(f for f in folder.iterdir()
+                  if f.is_file() and not f.name.startswith((".", "_")))
 
 
-def _discard_beyond(folder: Path, durable: int) -> None:
-    """Remove levels past the last durable one and Spark's unfinished writes."""
+def _describe(path: Path) -> dict[str, Any]:
+    """A data file's size, row count (from its Parquet footer) and SHA-256."""
+    sha = file_sha256(path)
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # noqa: BLE001 - any unreadable footer is the same verdict
+        raise CheckerError(f"{path}: not a readable Parquet file") from None
+    return {"bytes": path.stat().st_size, "rows": rows, "sha256": sha}
+
+
+def _level_folders(folder: Path) -> dict[int, Path]:
+    found = {}
     for entry in folder.iterdir():
         match = _LEVEL_DIR.match(entry.name)
-        if (match and int(match.group(1)) > durable) or _STAGING.match(entry.name):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _read_json(path: Path, context: str) -> Any:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise CheckerError(f"{context} (no {path.name})") from None
-    except (OSError, ValueError) as exc:
-        raise CheckerError(f"{context}: cannot read {path.name}: {exc}") from None
+        if match and entry.is_dir():
+            found[int(match.group(1))] = entry
+    return dict(sorted(found.items()))

@@ -23,19 +23,13 @@ the shallowest, then the smallest such key (`docs/decisions/0002`).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib
 import os
-import re
-import socket
-import sys
 import tempfile
 import time
 import uuid
-import warnings
 import zipfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -50,8 +44,10 @@ from pyspark.sql import functions as F
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.successors import Kernel
+from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
+from checker.engines.scope import refuse_unchecked
 from checker.engines.spark import run_dir as spark_run_dir
 from checker.engines.spark.levels import (
     DedupeSummary,
@@ -64,17 +60,18 @@ from checker.engines.spark.levels import (
     state_schema,
     word_columns,
 )
-from checker.engines.spark.run_dir import Progress, RunDir
+from checker.engines.spark.liveness import check_liveness
+from checker.engines.spark.options import SparkOptions
+from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir
+from checker.engines.spark.session import check_master, no_pandas_warning, spark_session
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import U64
+from checker.packing import U64, Layout
 from checker.traces.trace import Trace
 
-ENGINE_VERSION = "spark-1"
-DEFAULT_MASTER = "local[*]"
+ENGINE_VERSION = "spark-2"
 MIN_PARTITIONS = 8  # default: 2 per core, at least this many
 
-_LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]")
 # Settings every run needs (SQL settings, so they also apply to a session passed in).
 _RUN_CONF = {
     "spark.sql.adaptive.enabled": "false",  # partition ids must stay the bucket ids
@@ -87,21 +84,6 @@ _RUN_CONF = {
     "spark.sql.optimizer.plannedWrite.enabled": "false",
     "spark.sql.maxConcurrentOutputFileWriters": "2",
 }
-
-
-@dataclass
-class SparkOptions:
-    master: str = DEFAULT_MASTER
-    partitions: int | None = None  # None: the run directory's on resume, else 2 per core (>= 8)
-    run_dir: str | None = None  # None: runs/LABEL-TIMESTAMP
-    resume: bool = False
-    max_depth: int | None = None
-    deadlock: bool = True
-    label: str = ""  # the model's name, recorded in run.json
-    driver_memory: str | None = None  # e.g. "2g"; only when this call starts Spark
-    progress: Callable[[str], None] | None = None
-    batch_size: int = 1 << 16
-    dedup_budget: int = 1 << 20
 
 
 @dataclass
@@ -156,19 +138,17 @@ def check(machine: Machine, options: SparkOptions | None = None,
     preflight(machine, options)
     ref = MachineRef.of(machine)
     identity = _identity(machine, options)
+    A = len(machine.actions)
     path = options.run_dir or spark_run_dir.default_path(options.label or machine.spec_name)
-    if options.resume:
-        run_dir, progress = spark_run_dir.resume(path, identity, options.partitions)
+    if options.resume:  # verified before Spark starts: a damaged level costs no startup
+        run_dir, progress = spark_run_dir.resume(path, identity, options.partitions, A)
     if spark is None:
         spark = spark_session(options.master, options.driver_memory)
     if not options.resume:
         partitions = options.partitions or max(MIN_PARTITIONS,
                                                2 * spark.sparkContext.defaultParallelism)
         run_dir = spark_run_dir.create(path, identity, partitions)
-        progress = Progress()
-    if progress.durable < 0:  # nothing durable yet: start from the initial states
-        progress = Progress(enabled=[0] * len(machine.actions),
-                            new_states=[0] * len(machine.actions))
+        progress = Progress(enabled=[0] * A, new_states=[0] * A)
     kernel = Kernel(machine)
     init_states, init_fps = _initial_states(machine, kernel)
     run = _Run(machine, kernel, ref, options, spark, run_dir, progress,
@@ -187,8 +167,10 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
         raise CheckerError(f"--partitions must be positive, got {options.partitions}")
     if options.resume and not options.run_dir:
         raise CheckerError("resuming a Spark run needs its run directory")
+    refuse_unchecked(machine, "spark", options.max_depth)
+    Layout(machine)  # every variable fits a 64-bit word
     MachineRef.of(machine)
-    _check_master(options.master)
+    check_master(options.master)
     if options.resume:
         spark_run_dir.inspect(options.run_dir, _identity(machine, options), options.partitions)
     elif options.run_dir:
@@ -197,12 +179,8 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
 
 def _identity(machine: Machine, options: SparkOptions) -> dict[str, Any]:
     """What a run directory must have been written for, to be resumed."""
-    return {"engine": ENGINE_VERSION, "model": options.label, "spec": machine.spec_ref,
-            "params": machine.params, "mutations": list(machine.mutations),
-            "invariants": [p.name for p in machine.invariants + machine.lemmas],
-            "step_invariants": [p.name for p in machine.step_invariants],
-            "deadlock": options.deadlock, "slots": len(machine.slots),
-            "actions": len(machine.actions)}
+    return search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
+                           options.max_depth)
 
 
 def _search(run: _Run) -> CheckResult:
@@ -215,100 +193,19 @@ def _search(run: _Run) -> CheckResult:
         if options.max_depth is not None and run.depth >= options.max_depth:
             return _finish(run, complete=False)
         level = _expand_level(run)
-        progress = run.progress
-        progress.enabled = (np.array(progress.enabled) + level.expand.enabled).tolist()
-        progress.generated += level.expand.generated
         found = _violation(run, level)
-        if found is not None:
-            return _report(run, found)
-        if not level.dedupe.count:
-            return _finish(run, complete=True)
+        if found is not None or not level.dedupe.count:
+            progress = run.progress  # the level's expansion counts, as the local engine's do
+            progress.enabled = (np.array(progress.enabled) + level.expand.enabled).tolist()
+            progress.generated += level.expand.generated
+            if found is not None:
+                return _report(run, found)
+            result = _finish(run, complete=True)
+            return check_liveness(run, result) if run.machine.liveness else result
         _commit_level(run, level)
 
 
 # --- Spark -------------------------------------------------------------------------------
-
-def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None,
-                  conf: dict[str, str] | None = None) -> SparkSession:
-    """The active session if it runs on `master`, else a new one (stopping the other).
-
-    Fails with one line, and fast, when a standalone master does not answer."""
-    _check_master(master)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        if active.sparkContext.master == master:
-            return active
-        active.stop()
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",  # progress is ours, one line per level
-        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "ctmc-spark-warehouse"),
-    }
-    if _LOCAL_MASTER.fullmatch(master):  # executors run here: this interpreter, quiet logs
-        settings["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON", sys.executable)
-        settings["spark.driver.extraJavaOptions"] = \
-            f"-Dlog4j2.configurationFile={_log_config()}"
-    if driver_memory:
-        settings["spark.driver.memory"] = driver_memory
-    builder = SparkSession.builder.master(master).appName("ctmc")
-    for key, value in {**settings, **(conf or {})}.items():
-        builder = builder.config(key, value)
-    try:
-        with _no_pandas_warning():
-            spark = builder.getOrCreate()
-    except Exception as exc:  # no Java, a refused master, ...: py4j and pyspark errors
-        message = " ".join(str(exc).split())
-        raise CheckerError(f"cannot start Spark on {master}: {message}") from None
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-_LOG4J2 = """\
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = stderr
-appender.console.type = Console
-appender.console.name = stderr
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
-
-
-def _log_config() -> str:
-    """A log4j2 file keeping Spark's driver to errors: the progress lines stay readable."""
-    path = Path(tempfile.gettempdir()) / "ctmc-spark-log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J2:
-        path.write_text(_LOG4J2)
-    return path.as_uri()
-
-
-@contextlib.contextmanager
-def _no_pandas_warning() -> Iterator[None]:
-    """PySpark warns that it does not support pandas 3; the Arrow path never uses pandas."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "PySpark does not yet fully support pandas",
-                                FutureWarning)
-        yield
-
-
-def _check_master(master: str) -> None:
-    if _LOCAL_MASTER.fullmatch(master) or master == "yarn" or master.startswith("k8s://"):
-        return
-    if not master.startswith("spark://"):
-        raise CheckerError(f"unknown Spark master {master!r} (expected local[N], "
-                           "local-cluster[N,CORES,MB], spark://HOST:PORT, yarn or k8s://URL)")
-    errors = []
-    for address in master[len("spark://"):].split(","):  # several: standby masters
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise CheckerError(f"malformed Spark master {master!r}: expected spark://HOST:PORT")
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
-            return
-        except OSError as exc:
-            errors.append(f"{address}: {exc.strerror or exc}")
-    raise CheckerError(f"cannot reach Spark master {master} ({'; '.join(errors)})")
-
 
 def _prepare(run: _Run) -> None:
     """Settings, code shipped to executors, and the levels' table over the run directory."""
@@ -392,11 +289,10 @@ def _initial_level(run: _Run) -> _Found | None:
         kind = "error" if undefined[i] else "invariant"
         prop = "" if undefined[i] else kernel.property_names[int(first[i])]
         return _Found(kind, 0, int(run.init_fps[i]), None, prop)
-    progress = run.progress
-    progress.sizes = [n]
-    progress.levels = [{"level": 0, "states": n, "seconds": round(_bank_time(run), 3),
-                        "bytes": run.run_dir.parquet_bytes(0)}]
-    run.run_dir.commit(progress)
+    counts = LevelCounts(n, timings={"seconds": round(_lap(run), 3),
+                                     "bytes": run.run_dir.parquet_bytes(0)})
+    run.run_dir.record(0, counts)
+    run.progress.add(counts)
     _say(run, f"level   0 | new {n:>12,} | total {n:>13,}")
     return None
 
@@ -409,7 +305,7 @@ def level_frame(run: _Run, task: LevelTask) -> DataFrame:
     levels = run.spark.table(run.table)
     frontier = levels.where(F.col("level") == task.level).select(*columns)
     visited = levels.where(F.col("level") <= task.level).select("fp")
-    with _no_pandas_warning():
+    with no_pandas_warning():
         successors = frontier.mapInArrow(partial(expand_partition, task), schema)
         # Shuffled hash join, building on the visited side: no sort of the whole visited set.
         fresh = successors.join(visited.hint("shuffle_hash"), "fp", "left_anti")
@@ -462,31 +358,27 @@ def _smallest(a: Any, b: Any) -> Any:
 
 def _commit_level(run: _Run, level: _Level) -> None:
     """Make level K+1 durable: its Parquet is committed, now record it."""
-    progress = run.progress
     depth = run.depth + 1
-    d = level.dedupe
-    progress.sizes.append(d.count)
-    progress.new_states = (np.array(progress.new_states) + d.new_states).tolist()
-    progress.levels.append({
-        "level": depth, "states": d.count, "seconds": round(level.seconds, 3),
-        "expand_task_seconds": round(level.expand.seconds, 3),
-        "dedupe_task_seconds": round(d.seconds, 3),
+    d, e = level.dedupe, level.expand
+    counts = LevelCounts(d.count, e.generated, e.enabled.tolist(), d.new_states.tolist(), {
+        "seconds": round(_lap(run), 3), "level_seconds": round(level.seconds, 3),
+        "expand_task_seconds": round(e.seconds, 3), "dedupe_task_seconds": round(d.seconds, 3),
         "write_task_seconds": round(d.write_seconds, 3),
         "bytes": run.run_dir.parquet_bytes(depth)})
-    _bank_time(run)
-    run.run_dir.commit(progress)
+    run.run_dir.record(depth, counts)
+    progress = run.progress
+    progress.add(counts)
     total = sum(progress.sizes)
     rate = total / progress.seconds if progress.seconds > 0 else 0.0
     _say(run, f"level {depth:>3} | new {d.count:>12,} | total {total:>13,} | "
               f"{rate:>10,.0f} states/s | {level.seconds:7.2f} s (task-s: expand "
-              f"{level.expand.seconds:.2f}, dedupe {d.seconds:.2f}, write {d.write_seconds:.2f})")
+              f"{e.seconds:.2f}, dedupe {d.seconds:.2f}, write {d.write_seconds:.2f})")
 
 
-def _bank_time(run: _Run) -> float:
-    """Move the time since the last record into the progress (which a resume carries on)."""
+def _lap(run: _Run) -> float:
+    """Seconds since the last level was recorded (which the record carries on)."""
     now = time.perf_counter()
     elapsed, run.started = now - run.started, now
-    run.progress.seconds += elapsed
     return elapsed
 
 

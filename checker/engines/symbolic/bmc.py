@@ -15,25 +15,17 @@ replayed and worded by `report.explain`, exactly like a BFS trace.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import z3
 
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, UNKNOWN, CheckResult
+from checker.engines.scope import refuse_unchecked
+from checker.engines.symbolic.options import BmcOptions
 from checker.engines.symbolic.unroll import Bad, DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
 
 ENGINE = "bmc"
-
-
-@dataclass
-class BmcOptions:
-    depth: int
-    deadlock: bool = False
-    timeout: float | None = None  # seconds for the whole run; None: no limit
-    progress: Callable[[str], None] | None = None
 
 
 def good(u: Unrolling, k: int, deadlock: bool) -> z3.BoolRef:
@@ -47,6 +39,7 @@ def good(u: Unrolling, k: int, deadlock: bool) -> z3.BoolRef:
 
 def bmc(machine: Machine, options: BmcOptions) -> CheckResult:
     """Search for a violation at depths 0..options.depth; see the module docstring."""
+    refuse_unchecked(machine, ENGINE)
     started = time.perf_counter()
     u = Unrolling(machine)
     solver = new_solver()

@@ -23,13 +23,14 @@ lemmas are dead weight for this proof.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import z3
 
 from checker.engines.result import ERROR, UNKNOWN, Violation
-from checker.engines.symbolic.bmc import BmcOptions, bmc
+from checker.engines.scope import refuse_unchecked
+from checker.engines.symbolic.bmc import bmc
+from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
 from checker.traces.trace import Trace
@@ -39,14 +40,6 @@ PROVED = "proved"
 COUNTEREXAMPLE = "counterexample"
 NOT_INDUCTIVE = "not inductive"
 CTI_KIND = "cti"  # the violation kind of a counterexample-to-induction trace
-
-
-@dataclass
-class ProveOptions:
-    k: int = 1
-    deadlock: bool = False
-    timeout: float | None = None  # seconds for the whole proof; None: no limit
-    progress: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -63,6 +56,7 @@ class ProofResult:
 
 def prove(machine: Machine, options: ProveOptions) -> ProofResult:
     """Base case by BMC, then the inductive step; see the module docstring."""
+    refuse_unchecked(machine, ENGINE)
     started = time.perf_counter()
     k = options.k
     say = options.progress or (lambda line: None)

@@ -34,6 +34,7 @@ import z3
 from checker.backends.scalar import ScalarMachine
 from checker.backends.vector import compile_batch, dtype_for, slot_reader
 from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError, EvalError
@@ -332,6 +333,7 @@ class _Concrete:
 
 def infer(machine: Machine, options: InferOptions) -> InferResult:
     """Candidates -> reachable-state filter -> Houdini -> the lemmas a proof needs."""
+    refuse_unchecked(machine, "infer")
     started = time.perf_counter()
     say = options.progress or (lambda line: None)
     if options.spec_lemmas and machine.lemmas:

@@ -1,0 +1,22 @@
+"""What the Z3 engines are told: kept apart from them so that choosing one needs no Z3."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass
+class BmcOptions:
+    depth: int
+    deadlock: bool = False
+    timeout: float | None = None  # seconds for the whole run; None: no limit
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class ProveOptions:
+    k: int = 1
+    deadlock: bool = False
+    timeout: float | None = None  # seconds for the whole proof; None: no limit
+    progress: Callable[[str], None] | None = None

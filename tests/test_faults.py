@@ -1,0 +1,381 @@
+"""Faults a user meets, injected on small models: the checker never gives a wrong verdict
+and never loses a file.
+
+- Liveness on Spark: the same verdict and lasso as the local engine.
+- Processes killed (SIGKILL) at random points, interrupted (SIGINT) mid level, then
+  resumed: every figure equals an uninterrupted run's.
+- Damaged checkpoints and run directories: refused with one line naming the file,
+  exit 2, nothing deleted.
+- Folders and files the user had: byte-identical after every refused command.
+
+`bench/faults.py` runs the same kills at larger sizes, many times, and prints a table.
+`tests/test_checkpoints.py` holds the in-process checkpoint cases (a death at every
+file write, each kind of damage, each identity key).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.engines.explicit.bfs import BfsOptions
+from checker.engines.explicit.bfs import check as local_check
+from checker.errors import CheckerError
+from checker.lang.machine import Machine
+from checker.models import build_machine, load_model
+from tests.specs import liveness_spin, liveness_stop
+from tests.test_spark_engine import assert_same, run_spark
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = ROOT / "models"
+BENCH_MODELS = ROOT / "bench" / "models"
+TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds",
+          "parquet_bytes", "parquet_bytes_per_state", "run_dir")
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder`, by relative path, with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+# --- 1. liveness on Spark ------------------------------------------------------------------
+
+LIVENESS_SPECS = {
+    f"{spec.name}-{i}": (spec, params)
+    for spec, module in ((liveness_spin.SPIN, liveness_spin), (liveness_stop.STOP, liveness_stop))
+    for i, (params, _, _) in enumerate(module.LIVENESS)}
+LIVENESS_MODELS = ["v1_tiny_close_liveness", "v1_mutation_epoch_pollution"]
+
+
+def _model_machine(name: str) -> Machine:
+    return build_machine(load_model(name, MODELS_DIR))
+
+
+@pytest.mark.parametrize("name", LIVENESS_SPECS)
+def test_spark_liveness_equals_the_local_engine_on_hand_specs(name, spark, tmp_path):
+    spec, params = LIVENESS_SPECS[name]
+    machine = spec.instantiate(params)
+    local = local_check(machine, BfsOptions(deadlock=False))
+    assert_same(local, run_spark(machine, tmp_path / "run", spark))
+
+
+@pytest.mark.parametrize("name", LIVENESS_MODELS)
+def test_spark_liveness_equals_the_local_engine_on_models(name, spark, tmp_path):
+    machine = _model_machine(name)
+    local = local_check(machine, BfsOptions(deadlock=False))
+    spark_result = run_spark(machine, tmp_path / "run", spark)
+    assert_same(local, spark_result)
+    assert spark_result.stats["liveness_states"] == spark_result.stats["distinct_states"]
+
+
+def test_engines_that_cannot_check_liveness_refuse_it(tmp_path):
+    """bmc and prove reason about states and steps, not behaviours: a model naming a
+    liveness property is refused before any work, whoever calls them."""
+    from checker.engines.symbolic.bmc import bmc
+    from checker.engines.symbolic.induction import prove
+    from checker.run import BmcOptions, ProveOptions
+
+    machine = _model_machine("v1_mutation_epoch_pollution")
+    for engine, run in (("bmc", lambda: bmc(machine, BmcOptions(depth=3))),
+                        ("prove", lambda: prove(machine, ProveOptions()))):
+        with pytest.raises(CheckerError, match=f"{engine} does not check liveness properties, "
+                                               "and the model names CloseEventuallySucceeds"):
+            run()
+    with pytest.raises(CheckerError, match="needs the whole state graph, but the search is "
+                                           "bounded to depth 5"):
+        local_check(machine, BfsOptions(deadlock=False, max_depth=5))
+
+
+# --- running ctmc as a process ------------------------------------------------------------
+
+def ctmc(*args: str, cwd: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "cli.py"), *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc: subprocess.Popen, timeout: float = 600) -> tuple[int, str, str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def figures(report: dict, trace_dir: Path) -> dict:
+    """What a --json report says, but for time and memory, with the trace's states."""
+    out = {k: v for k, v in report.items() if k not in ("engine", "stats")}
+    out["stats"] = {k: v for k, v in report["stats"].items() if k not in TIMING}
+    violation = report.get("violation")
+    if violation:
+        trace = json.loads((trace_dir / Path(violation["trace_file"]).name).read_text())
+        out["violation"] = {**violation, "trace_file": None, "states": trace["states"],
+                            "loop": trace.get("loop")}
+    return out
+
+
+def kill_and_resume(model: str, engine_args: list[str], folder_flag: str, tmp_path: Path,
+                    seed: int, kills: int, window: tuple[float, float],
+                    sig: int = signal.SIGKILL) -> tuple[dict, int]:
+    """Run MODEL, sending `sig` at a random moment of each of the first `kills` runs and
+    resuming each time; the figures of the run that finished, and how many were hit."""
+    rng = random.Random(seed)
+    folder = tmp_path / f"state-{seed}"
+    hit = 0
+    for attempt in range(kills + 1):
+        resume = folder.exists() and any(folder.glob("*.json"))
+        args = ["check", model, "--json", "--trace-out", str(tmp_path / "cex.itf.json"),
+                *engine_args, "--resume" if resume else folder_flag, str(folder)]
+        proc = ctmc(*args, cwd=tmp_path)
+        if attempt < kills:
+            try:
+                proc.wait(timeout=rng.uniform(*window))
+            except subprocess.TimeoutExpired:
+                proc.send_signal(sig)
+        code, out, err = finished(proc)
+        if code in (-signal.SIGKILL, 130):
+            hit += 1
+            if sig == signal.SIGINT:
+                assert err.strip().splitlines()[-1].startswith("interrupted; to resume"), err
+            continue
+        assert code in (0, 1), err
+        return figures(json.loads(out), tmp_path), hit
+    raise AssertionError("the last run must not be killed")
+
+
+def uninterrupted(model: str, engine_args: list[str], tmp_path: Path) -> dict:
+    code, out, err = finished(ctmc("check", model, "--json", "--trace-out",
+                                   str(tmp_path / "cex.itf.json"), *engine_args, cwd=tmp_path))
+    assert code in (0, 1), err
+    return figures(json.loads(out), tmp_path)
+
+
+# --- 2. local: killed, interrupted, resumed ------------------------------------------------
+
+LOCAL_MODELS = [
+    str(MODELS_DIR / "log_driven_core.toml"),  # holds: 978,364 states, 18 levels, hashed
+    # a stale read at depth 15, after 1.5 million states
+    str(MODELS_DIR / "log_driven_mutation_merge_without_timestamp_cache_bump.toml"),
+    str(MODELS_DIR / "v1_lagging_follower.toml"),  # a lasso, found after the safety search
+]
+
+
+@pytest.mark.parametrize("model", LOCAL_MODELS, ids=lambda m: Path(m).stem)
+def test_sigkill_at_random_points_then_resume_equals_an_uninterrupted_run(model, tmp_path):
+    want = uninterrupted(model, [], tmp_path)
+    got, hit = kill_and_resume(model, ["--checkpoint-every", "0"], "--checkpoint", tmp_path,
+                               seed=1, kills=3, window=(0.4, 2.4))
+    assert got == want
+    assert hit >= 1
+
+
+def test_sigint_mid_level_then_resume_equals_an_uninterrupted_run(tmp_path):
+    model = str(BENCH_MODELS / "tracker_bench_medium.toml")  # 2.1 million states, 19 levels
+    want = uninterrupted(model, [], tmp_path)
+    got, hit = kill_and_resume(model, [], "--checkpoint", tmp_path, seed=2, kills=2,
+                               window=(0.8, 2.0), sig=signal.SIGINT)
+    assert got == want
+    assert hit >= 1
+
+
+# --- 3. damaged state, refused and kept ------------------------------------------------------
+
+def _refused(args: list[str], cwd: Path, header: bool = False) -> str:
+    """The one error line of a refused command; `header`: it may have started (said what
+    it checks on stdout) before it found the problem."""
+    code, out, err = finished(ctmc(*args, cwd=cwd))
+    assert code == 2, (out, err)
+    assert (header or out == "") and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err
+    return err.strip()
+
+
+def test_a_damaged_local_checkpoint_is_refused_by_the_command_line(tmp_path):
+    folder = tmp_path / "ckpt"
+    model = str(MODELS_DIR / "tracker_small.toml")
+    finished(ctmc("check", model, "--checkpoint", str(folder), "--checkpoint-every", "0",
+                  cwd=tmp_path))
+    victim = folder / "level-3.fps.npy"
+    victim.write_bytes(victim.read_bytes()[:-8] + b"\0" * 8)
+    before = snapshot(folder)
+    line = _refused(["check", model, "--resume", str(folder)], tmp_path, header=True)
+    assert line == f"error: {victim}: checksum mismatch: the file changed since it was " \
+                   "written; this checkpoint cannot be resumed"
+    assert snapshot(folder) == before
+    line = _refused(["check", model, "--resume", str(folder), "--deadlock"], tmp_path)
+    assert "it was written for another search (deadlock is false there, true here)" in line
+
+
+def _durable_run(spark, tmp_path: Path) -> tuple[Path, Machine, object]:
+    machine = _model_machine("tracker_small")
+    run_dir = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, run_dir, spark, progress=_stop_after(6))
+    return run_dir, machine, local_check(machine, BfsOptions(deadlock=False))
+
+
+def _stop_after(level: int):
+    def progress(line: str) -> None:
+        if line.startswith(f"level {level:>3} "):
+            raise KeyboardInterrupt
+    return progress
+
+
+def _flip_middle_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _a_data_file(run_dir: Path, level: int) -> Path:
+    return sorted(p for p in (run_dir / f"level={level}").iterdir()
+                  if not p.name.startswith(("_", ".")))[0]
+
+
+SPARK_DAMAGE = {
+    "a Parquet file of the last durable level deleted": (
+        lambda d: _a_data_file(d, 6).unlink(), "missing (level 6's record names it)"),
+    "a byte of a Parquet file overwritten": (lambda d: _flip_middle_byte(_a_data_file(d, 3)),
+                                             "checksum mismatch"),
+    "a Parquet file added": (
+        lambda d: (d / "level=2" / "part-99999-x.c000.snappy.parquet").write_bytes(
+            _a_data_file(d, 2).read_bytes()), "not in level 2's record"),
+    "a level's record edited": (
+        lambda d: (r := d / "level=4" / "_ctmc_level.json").write_text(
+            r.read_text().replace('"generated": ', '"generated": 9')),
+        "_ctmc_level.json: checksum mismatch"),
+    "a level's record malformed": (
+        lambda d: (d / "level=4" / "_ctmc_level.json").write_text("{"),
+        "_ctmc_level.json: cannot read"),
+    "a middle level's record deleted": (
+        lambda d: (d / "level=4" / "_ctmc_level.json").unlink(),
+        "level 4 has no record"),
+}
+
+
+@pytest.mark.parametrize("damage", SPARK_DAMAGE)
+def test_a_damaged_spark_run_directory_is_refused_and_kept(damage, spark, tmp_path):
+    run_dir, machine, _ = _durable_run(spark, tmp_path)
+    hurt, message = SPARK_DAMAGE[damage]
+    hurt(run_dir)
+    before = snapshot(run_dir)
+    with pytest.raises(CheckerError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        run_spark(machine, run_dir, spark, resume=True)
+    assert snapshot(run_dir) == before
+
+
+def test_a_spark_level_killed_before_its_record_is_redone(spark, tmp_path):
+    """The driver died after Spark committed level 6 and before recording it: the one
+    unrecorded level is what resume discards, and the run ends as an uninterrupted one."""
+    run_dir, machine, local = _durable_run(spark, tmp_path)
+    (run_dir / "level=6" / "_ctmc_level.json").unlink()
+    kept = {k: v for k, v in snapshot(run_dir).items() if not k.startswith("level=6/")}
+    assert_same(local, run_spark(machine, run_dir, spark, resume=True))
+    after = snapshot(run_dir)
+    assert all(after[k] == v for k, v in kept.items())
+
+
+def _address_space_of_a_started_ctmc() -> int:
+    """Bytes of address space a ctmc process has mapped before it starts searching."""
+    probe = ("import cli, numpy, checker.engines.explicit.bfs, checker.models\n"
+             "print(next(int(l.split()[1]) for l in open('/proc/self/status') "
+             "if l.startswith('VmPeak')) * 1024)")
+    return int(subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
+def test_running_out_of_memory_is_one_line_and_keeps_the_checkpoint(tmp_path):
+    """Under a cap on address space the search runs out of memory: it says how far it
+    got, saves the levels it finished, and a resume without the cap ends as usual."""
+    import resource
+
+    model = str(MODELS_DIR / "log_driven_duplicates.toml")  # 4 million states, 220 MB
+    cap = _address_space_of_a_started_ctmc() + 120 * 2**20
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    folder = tmp_path / "ckpt"
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", model, "--quiet",
+                           "--checkpoint", str(folder)], cwd=tmp_path, capture_output=True,
+                          text=True, preexec_fn=limited)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    line = proc.stderr.strip()
+    assert "\n" not in line and line.startswith("error: out of memory at depth "), line
+    assert f"the checkpoint in {folder} holds levels 0-" in line
+    code, out, err = finished(ctmc("check", model, "--resume", str(folder), "--json",
+                                   cwd=tmp_path))
+    stats = json.loads(out)["stats"]
+    assert (code, stats["distinct_states"], stats["generated"]) == (0, 4_013_708, 13_701_259)
+
+
+# --- 4. the user's files ---------------------------------------------------------------------
+
+def test_checkpoint_never_touches_a_folder_it_did_not_make(tmp_path):
+    model = str(MODELS_DIR / "tracker_small.toml")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "results.csv").write_text("precious")
+    for sibling in ("work.old", "work.tmp"):
+        (tmp_path / sibling).mkdir()
+        (tmp_path / sibling / "notes.txt").write_text(sibling)
+    before = snapshot(tmp_path)
+    line = _refused(["check", model, "--checkpoint", str(work)], tmp_path)
+    assert "is not empty and holds no ctmc checkpoint" in line
+    line = _refused(["check", model, "--resume", str(work)], tmp_path)
+    assert "holds no ctmc checkpoint" in line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_trace_that_cannot_be_written_is_refused_before_the_search(tmp_path):
+    model = str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml")
+    (tmp_path / "file").write_text("mine")
+    before = snapshot(tmp_path)
+    for target, message in ((str(tmp_path / "file" / "t.json"), "which is a file"),
+                            ("", "is not a file name"), (str(tmp_path), "is a directory")):
+        line = _refused(["check", model, "--trace-out", target], tmp_path)
+        assert message in line, line
+    assert snapshot(tmp_path) == before
+
+
+def test_a_trace_write_failing_after_the_search_still_gives_the_verdict(tmp_path,
+                                                                       monkeypatch):
+    """The disk fills up as the trace is written: the verdict and the violated property
+    are printed all the same, then why the trace is missing."""
+    import checker.traces.itf as itf
+    from tests.model_folders import run_cli
+
+    def full_disk(trace, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(itf, "write_trace", full_disk)
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(MODELS_DIR, "check", "mutation_reset_cur_on_prev_exit")
+    assert result.exit_code == 1
+    assert "invariant NoWriteBelowClosed violated" in result.stdout
+    assert "(not written: see below)" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == (
+        "error: cannot write trace traces/mutation_reset_cur_on_prev_exit-NoWriteBelowClosed"
+        ".itf.json: No space left on device")
+
+
+# --- 5. Spark: the driver killed at random points, then resumed ---------------------------
+
+def test_spark_driver_killed_at_random_points_then_resumed(tmp_path):
+    """Each kill lands somewhere in Spark's startup or a level; the run that finishes
+    reports what the local engine does (one local[2] Spark per process: slow, so few)."""
+    model = str(MODELS_DIR / "tracker_small.toml")
+    want = uninterrupted(model, [], tmp_path)
+    spark_args = ["--engine", "spark", "--master", "local[2]", "--partitions", "2"]
+    got, hit = kill_and_resume(model, spark_args, "--run-dir", tmp_path, seed=3, kills=2,
+                               window=(12.0, 25.0))
+    for key in ("distinct_states", "generated", "diameter", "fingerprint",
+                "collision_probability", "action_instances"):
+        assert got["stats"][key] == want["stats"][key], key
+    got.pop("stats"), want.pop("stats")
+    assert got == want
+    assert hit >= 1
