@@ -211,3 +211,35 @@ def test_violation_in_the_initial_state():
     assert result.violation.message == "NotBad is violated in the initial state"
     assert len(result.violation.trace) == 0
     assert check_trace(trace_to_itf(result.violation.trace))[1] == ["NotBad"]
+
+
+def test_liveness_is_confirmed_on_the_lassos_walks_close(tmp_path: Path):
+    """The spin spec loops 0 -> 1 -> 2 -> 0 without finishing: a walk that comes back to
+    a state closes that lasso, which is confirmed (fair to spin) and replays; with
+    finish weakly fair and always enabled, no lasso a walk closes is fair."""
+    import dataclasses
+
+    from tests.specs.liveness_spin import SPIN
+
+    def finishes(params):  # the spec's Finishes property only
+        machine = SPIN.instantiate(params)
+        return dataclasses.replace(machine, liveness=machine.liveness[:1])
+
+    result = simulate(finishes({}), SimulationOptions(steps=20, runs=5, deadlock=False))
+    assert result.expectation == "violates Finishes"
+    trace = result.violation.trace
+    assert result.violation.kind == "liveness" and trace.loop is not None
+    assert check_trace(trace_to_itf(trace))[1] == ["Finishes"]
+    fair = simulate(finishes({"finish_always": True, "fair_finish": True}),
+                    SimulationOptions(steps=20, runs=20, deadlock=False))
+    assert fair.outcome == HOLDS and fair.stats["lassos_checked"] > 0
+
+
+def test_simulation_finds_the_2018_epoch_pollution_lasso():
+    from checker.models import build_machine, load_model
+
+    models = Path(__file__).resolve().parent.parent / "models"
+    machine = build_machine(load_model("v1_mutation_epoch_pollution", models))
+    result = simulate(machine, SimulationOptions(steps=100, runs=20, deadlock=False))
+    assert result.expectation == "violates CloseEventuallySucceeds"
+    assert check_trace(trace_to_itf(result.violation.trace))[1] == ["CloseEventuallySucceeds"]
