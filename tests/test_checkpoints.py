@@ -146,7 +146,7 @@ def test_death_at_every_file_replacement_resumes_alike(case, tmp_path, monkeypat
             continue
         monkeypatch.setattr(os, "replace", real_replace)
         break
-    assert k > 10  # the run replaced files many times, and each death was survived
+    assert k > 5  # the run replaced files many times, and each death was survived
 
 
 def test_timeout_stops_inconclusive_and_resumes_alike(tmp_path):
@@ -220,19 +220,25 @@ def test_a_damaged_checkpoint_is_refused_naming_the_file_and_kept(damage, tmp_pa
     assert snapshot(folder) == before
 
 
+def _keep_an_early_manifest(folder: Path, early: Path):
+    """A progress callback copying the manifest of an early save aside."""
+    def keep(line: str) -> None:
+        if line.startswith("checkpoint: levels 0-") and not early.exists() \
+                and int(line.split()[2].split("-")[1]) >= 5 \
+                and (folder / "manifest.json").exists():
+            shutil.copy(folder / "manifest.json", early)
+    return keep
+
+
 def test_a_stale_manifest_is_refused_when_its_frontier_is_gone(tmp_path):
     """The manifest of an earlier save names a frontier file that a later save removed."""
     spec, params = CASES["hashed"]
     folder = tmp_path / "ckpt"
     early = tmp_path / "early-manifest.json"
-
-    def keep_early(line: str) -> None:
-        if line.startswith("checkpoint: levels 0-3 ") and not early.exists():
-            shutil.copy(folder / "manifest.json", early)
-
-    check(spec.instantiate(params), options(folder, progress=keep_early))
+    check(spec.instantiate(params), options(folder, progress=_keep_an_early_manifest(
+        folder, early)))
     shutil.copy(early, folder / "manifest.json")
-    with pytest.raises(CheckerError, match=r"level-3\.words\.npy: missing"):
+    with pytest.raises(CheckerError, match=r"level-\d+\.words\.npy: missing"):
         check(spec.instantiate(params), options(folder, resume=True))
 
 
@@ -242,12 +248,8 @@ def test_an_older_but_whole_manifest_resumes_from_its_level(tmp_path):
     spec, params = CASES["exact"]
     folder = tmp_path / "ckpt"
     early = tmp_path / "early-manifest.json"
-
-    def keep_early(line: str) -> None:
-        if line.startswith("checkpoint: levels 0-3 ") and not early.exists():
-            shutil.copy(folder / "manifest.json", early)
-
-    check(spec.instantiate(params), options(folder, progress=keep_early))
+    check(spec.instantiate(params), options(folder, progress=_keep_an_early_manifest(
+        folder, early)))
     shutil.copy(early, folder / "manifest.json")
     assert figures(check(spec.instantiate(params), options(folder, resume=True))) == \
         uninterrupted(spec, params)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.explicit.checkpoint import Checkpoint
+from checker.engines.explicit.checkpoint import BackgroundSaves, Checkpoint
 from checker.engines.explicit.liveness import check_liveness
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
@@ -116,6 +116,7 @@ class _Search:
     new_states: np.ndarray | None = None
     seconds_before: float = 0.0  # time spent in earlier runs of a resumed search
     checkpoint: Checkpoint | None = None
+    saves: BackgroundSaves | None = None
     unsaved: list[np.ndarray] = field(default_factory=list)  # fingerprints of unsaved levels
     last_save: float = 0.0
     complete: bool = False  # the frontier was expanded and gave nothing new
@@ -164,6 +165,11 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
             result = _run(search, started)
     except MemoryError:  # the level's buffers are freed once this block is left
         out_of_memory = True
+    except BaseException:
+        if search.saves is not None:  # a save in flight finishes; what stopped us matters
+            with contextlib.suppress(BaseException):
+                search.saves.wait()
+        raise
     if out_of_memory:
         raise CheckerError(_out_of_memory(search, started))
     if result.outcome == HOLDS and result.complete and machine.liveness:
@@ -184,11 +190,12 @@ def _run(search: _Search, started: float) -> CheckResult:
                 return _finish(search, started, complete=False)
             found = _expand_level(search, started)
             if found is not None:
+                _await_saves(search)
                 return _report(search, found, started)
             if search.complete:
                 break
             if time.perf_counter() - search.last_save >= options.checkpoint_every:
-                _save(search, started)
+                _save(search, started, background=True)
     except _Stop as stopped:
         _save(search, started)
         if stopped.reason == "interrupted":
@@ -233,7 +240,7 @@ def _out_of_memory(search: _Search, started: float) -> str:
     if saved is not None:
         try:
             _save(search, started)
-        except (MemoryError, OSError):  # the previous checkpoint is intact
+        except (MemoryError, CheckerError):  # the previous checkpoint is intact
             pass
     if saved is None:
         keep = "; with --checkpoint DIR the levels explored so far are kept"
@@ -256,9 +263,11 @@ def _take_checkpoint(search: _Search) -> None:
     assert options.checkpoint_dir is not None
     if not options.resume:
         search.checkpoint = Checkpoint.create(options.checkpoint_dir, identity)
+        search.saves = BackgroundSaves(search.checkpoint)
         return
     search.checkpoint, saved = Checkpoint.open(options.checkpoint_dir, identity,
                                                action_dtype(search.kernel.n_actions))
+    search.saves = BackgroundSaves(search.checkpoint)
     if saved is None:
         return  # nothing durable yet: start over in the same folder
     layout = search.kernel.layout
@@ -275,27 +284,43 @@ def _take_checkpoint(search: _Search) -> None:
     search.complete = saved.complete
 
 
-def _save(search: _Search, started: float) -> None:
-    """Make the levels explored so far durable, with the totals up to them."""
-    checkpoint = search.checkpoint
-    if checkpoint is None:
+def _save(search: _Search, started: float, background: bool = False) -> None:
+    """Make the levels explored so far durable, with the totals up to them. In the
+    background, a save asked for while the last one still runs waits for the next one."""
+    checkpoint, saves = search.checkpoint, search.saves
+    if checkpoint is None or saves is None:
         return
-    began = time.perf_counter()
-    first = checkpoint.levels
+    if background and saves.busy:
+        return
+    _await_saves(search)
+    first = search.depth + 1 - len(search.unsaved)
     layout = search.kernel.layout
-    frontier = None if layout.exact else np.stack(search.frontier)
     assert search.enabled is not None and search.new_states is not None
-    checkpoint.save(first, search.unsaved, search.parents[first:], search.actions[first:],
-                    frontier, {"init_states": search.init_states, "generated": search.generated,
-                               "enabled": search.enabled.tolist(),
-                               "new_states": search.new_states.tolist(),
-                               "seconds": time.perf_counter() - started + search.seconds_before,
-                               "complete": search.complete})
+    args = (first, search.unsaved, search.parents[first:], search.actions[first:],
+            None if layout.exact else np.stack(search.frontier),
+            {"init_states": search.init_states, "generated": search.generated,
+             "enabled": search.enabled.tolist(), "new_states": search.new_states.tolist(),
+             "seconds": time.perf_counter() - started + search.seconds_before,
+             "complete": search.complete})
     search.unsaved = []
     search.last_save = time.perf_counter()
     if search.options.progress:
-        search.options.progress(f"checkpoint: levels 0-{checkpoint.levels - 1} in "
-                                f"{checkpoint.path} ({search.last_save - began:.2f} s)")
+        search.options.progress(f"checkpoint: levels 0-{search.depth} to {checkpoint.path}"
+                                + (" (in the background)" if background else ""))
+    saves.start(*args)
+    if not background:
+        _await_saves(search)
+
+
+def _await_saves(search: _Search) -> None:
+    """Wait for the save in flight, if any; a failed write is one line."""
+    if search.saves is None or search.checkpoint is None:
+        return
+    try:
+        search.saves.wait()
+    except OSError as exc:
+        raise CheckerError(f"cannot write the checkpoint in {search.checkpoint.path}: "
+                           f"{exc.strerror or exc}") from None
 
 
 # -- levels -------------------------------------------------------------------

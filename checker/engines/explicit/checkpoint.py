@@ -13,7 +13,8 @@
 
 A level's files are written once, synced, and only then named by a new manifest,
 so whatever instant the process dies, the folder holds the previous manifest and
-every file it names. Saving costs the new levels only, not the whole visited set.
+every file it names. Saving costs the new levels only, not the whole visited set,
+and runs beside the search (`BackgroundSaves`).
 
 On resume every file is checked against the manifest (size in rows, checksum) and
 the manifest against its own checksum and the identity of the run asking for it;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -181,6 +183,46 @@ class Checkpoint:
                          float(manifest["seconds"]), bool(manifest["complete"]))
         except (KeyError, TypeError, ValueError):
             raise CheckerError(f"{self.path / MANIFEST}: malformed counters") from None
+
+
+class BackgroundSaves:
+    """Saves of one checkpoint, run one at a time on a background thread, so hashing,
+    writing and syncing overlap the search instead of stopping it.
+
+    The arrays handed to a save are never changed afterwards (each level's arrays are
+    new), so the search goes on while they are written. `wait` joins the save in flight
+    and re-raises whatever stopped it (a full disk, say), in the searching thread.
+    """
+
+    def __init__(self, checkpoint: Checkpoint):
+        self.checkpoint = checkpoint
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+    def start(self, *args: Any) -> None:
+        """`Checkpoint.save(*args)` in the background; the previous save must be done."""
+        self.wait()
+        self.thread = threading.Thread(target=self._save, args=args, daemon=True,
+                                       name="ctmc-checkpoint")
+        self.thread.start()
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def _save(self, *args: Any) -> None:
+        try:
+            self.checkpoint.save(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the searching thread
+            self.error = exc
 
 
 # --- files ---------------------------------------------------------------------------
