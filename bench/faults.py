@@ -97,9 +97,9 @@ def user_files(work: Path) -> Path:
     return mine
 
 
-def uninterrupted(row: Row, work: Path) -> tuple[dict, float | None]:
+def uninterrupted(row: Row, work: Path) -> tuple[dict, float | None, float]:
     """The figures of a run left alone; for Spark, also the share of its time spent
-    recording levels (hashing their files), in percent."""
+    recording levels (hashing their files), in percent; and the run's seconds."""
     spark = row.engine == "spark"
     proc = ctmc(["check", str(ROOT / row.model), "--json", "--quiet", "--trace-out",
                  str(work / "cex.itf.json"),
@@ -108,11 +108,12 @@ def uninterrupted(row: Row, work: Path) -> tuple[dict, float | None]:
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{row.model}: {err.strip()[-500:]}")
     if not spark:
-        return figures(out, work), None
+        return figures(out, work), None, json.loads(out)["stats"]["seconds"]
     records = [json.loads(p.read_text())["counts"]["timings"]
                for p in (work / "clean").glob("level=*/_ctmc_level.json")]
     spent = sum(r.get("record_seconds", 0.0) for r in records)
-    return figures(out, work), 100 * spent / json.loads(out)["stats"]["seconds"]
+    seconds = json.loads(out)["stats"]["seconds"]
+    return figures(out, work), 100 * spent / seconds, seconds
 
 
 def kill_series(row: Row, kills: int, seed: int) -> dict:
@@ -123,7 +124,7 @@ def kill_series(row: Row, kills: int, seed: int) -> dict:
         work = Path(tmp)
         mine = user_files(work)
         before = {p: snapshot(p) for p in (mine, work / "state.old", work / "state.tmp")}
-        want, record_pct = uninterrupted(row, work)
+        want, record_pct, seconds = uninterrupted(row, work)
         done = resumes = mismatches = sequences = 0
         while done < kills:
             sequences += 1
@@ -155,7 +156,8 @@ def kill_series(row: Row, kills: int, seed: int) -> dict:
                     break
         lost = sum(snapshot(p) != files for p, files in before.items())
     return {"kills": done, "resumes": resumes, "sequences": sequences,
-            "mismatches": mismatches, "files_lost": lost, "record_pct": record_pct}
+            "mismatches": mismatches, "files_lost": lost, "record_pct": record_pct,
+            "seconds": seconds}
 
 
 def overhead(row: Row, repeats: int) -> dict[str, float]:
@@ -196,6 +198,7 @@ def main() -> None:
         cost = overhead(row, args.repeats)
         if got["record_pct"] is not None:  # Spark: recording every level is its checkpoint
             cost["every level"] = got["record_pct"]
+            cost["plain_seconds"] = got["seconds"]
         name = Path(row.model).stem
         sig = signal.Signals(row.signal).name
         print(f"{row.engine:<6} {name:<44} {sig:<7} {got['kills']:>5} {got['resumes']:>7} "
