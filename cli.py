@@ -115,7 +115,7 @@ def _parse_sets(ctx: click.Context, param: click.Parameter,
 
 def _run_options(fn: Callable) -> Callable:
     """MODEL, --set, --deadlock, --trace-out, --json and --quiet, for every engine command."""
-    decorators = [
+    decorators: list[Callable[[Callable], Callable]] = [
         click.argument("model_arg", metavar="MODEL"),
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
                      callback=_parse_sets, help="Override a model parameter (repeatable)."),
@@ -253,8 +253,10 @@ def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlo
 
     _check_trace_out(trace_out)
     model, machine = _load(models_dir, model_arg, overrides, quiet)
-    engine = {"name": "simulate", "seed": seed, "steps": steps, "runs": runs,
-              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    engine: dict[str, Any] = {
+        "name": "simulate", "seed": seed, "steps": steps, "runs": runs,
+        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+    }
     if timeout is not None:
         engine["timeout"] = timeout
     options = SimulationOptions(seed=seed, steps=steps, runs=runs, deadlock=engine["deadlock"],
@@ -302,8 +304,10 @@ def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
 
     _check_trace_out(trace_out)
     model, machine = _load(models_dir, model_arg, overrides, quiet)
-    engine = {"name": "bmc", "depth": depth, "timeout": timeout,
-              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    engine: dict[str, Any] = {
+        "name": "bmc", "depth": depth, "timeout": timeout,
+        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+    }
     options = BmcOptions(depth=depth, deadlock=engine["deadlock"], timeout=timeout,
                          progress=None if quiet else _progress)
     preflight(machine, options)
@@ -333,9 +337,11 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
 
     _check_trace_out(trace_out)
     model, machine = _load(models_dir, model_arg, overrides, quiet, proof=True)
-    engine = {"name": "prove", "k": k or model.proof["k"],
-              "timeout": timeout or model.proof["timeout"] or None,
-              "deadlock": model.engine["deadlock"] if deadlock is None else deadlock}
+    engine: dict[str, Any] = {
+        "name": "prove", "k": k or model.proof["k"],
+        "timeout": timeout or model.proof["timeout"] or None,
+        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+    }
     options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
                            progress=None if quiet else _progress)
     preflight(machine, options)

@@ -34,7 +34,9 @@ def evaluate(e: Expr, before: Sequence[int], after: Sequence[int] | None = None,
         if got is not None:
             return got
         op, args = x.op, x.args
+        v: int
         if op == "const":
+            assert x.value is not None  # a constant carries its value
             v = x.value
         elif op == "var":
             v = (after if x.frame else before)[x.slot]  # type: ignore[index]
@@ -42,14 +44,14 @@ def evaluate(e: Expr, before: Sequence[int], after: Sequence[int] | None = None,
             v = 1 - go(args[0])
         elif op == "and":
             v = 1
-            for a in args:
-                if not go(a):
+            for arg in args:
+                if not go(arg):
                     v = 0
                     break
         elif op == "or":
             v = 0
-            for a in args:
-                if go(a):
+            for arg in args:
+                if go(arg):
                     v = 1
                     break
         elif op == "ite":

@@ -10,12 +10,15 @@ arbitrary value and the engines report them as errors from `defined(e)`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from checker.lang.expr import BOOL, Expr, walk
 
 Reader = Callable[[int], np.ndarray]
+# A compiled batch: f(V, W) -> the roots' values, each an array or (a constant) a scalar.
+BatchFn = Callable[[Reader, Reader], list[Any]]
 
 
 def _select(index: np.ndarray, *elems):
@@ -53,7 +56,7 @@ def dtype_for(exprs: Sequence[Expr]) -> np.dtype:
     raise ValueError("values exceed 64 bits")
 
 
-def compile_batch(roots: Sequence[Expr], dtype: np.dtype, name: str = "batch") -> Callable:
+def compile_batch(roots: Sequence[Expr], dtype: np.dtype, name: str = "batch") -> BatchFn:
     """A function f(V, W) -> list of root values; V/W read before/after slots."""
     dt = f"_{np.dtype(dtype).name}"
     lines = [f"def {name}(V, W):"]
@@ -91,7 +94,7 @@ def compile_batch(roots: Sequence[Expr], dtype: np.dtype, name: str = "batch") -
             raise AssertionError(f"unknown op {op}")
         lines.append(f"    {t} = {code}")
     lines.append(f"    return [{', '.join(ref(r) for r in roots)}]")
-    namespace = {"_np": np, "_select": _select, dt: np.dtype(dtype).type}
+    namespace: dict[str, Any] = {"_np": np, "_select": _select, dt: np.dtype(dtype).type}
     exec(compile("\n".join(lines), f"<{name}>", "exec"), namespace)  # noqa: S102 - our own codegen
     return namespace[name]
 

@@ -64,6 +64,7 @@ Rule = Callable[[Expr, list[z3.ExprRef], _Env], z3.ExprRef]
 
 
 def _const(x: Expr, args: list[z3.ExprRef], env: _Env) -> z3.ExprRef:
+    assert x.value is not None  # a constant carries its value
     return z3.BoolVal(bool(x.value)) if x.sort == BOOL else env.numbers.val(x.value)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,8 +63,8 @@ def search_stats(distinct: int, generated: int, diameter: int, seconds: float,
     }
 
 
-def coverage_rows(machine: Machine, enabled: np.ndarray,
-                  new_states: np.ndarray) -> list[dict[str, Any]]:
+def coverage_rows(machine: Machine, enabled: np.ndarray | Sequence[int],
+                  new_states: np.ndarray | Sequence[int]) -> list[dict[str, Any]]:
     """Per action instance: how often it was enabled and how many new states it made."""
     return [{"action": a.label, "name": a.name, "enabled": int(enabled[a.id]),
              "new_states": int(new_states[a.id])} for a in machine.actions]

@@ -474,6 +474,7 @@ def select(index: Any, elems: list[Expr]) -> Expr:
     _want_int(i, "array index")
     n = len(elems)
     if i.is_const:
+        assert i.value is not None  # a constant carries its value
         if not 0 <= i.value < n:
             raise SpecError(f"index {i.value} out of range for an array of size {n}")
         return elems[i.value]
@@ -618,6 +619,7 @@ def render(e: Expr, namer: Callable[[Expr], str] | None = None) -> str:
             if x.sort == BOOL:
                 return "TRUE" if x.value else "FALSE"
             if isinstance(x.sort, EnumType):
+                assert x.value is not None  # a constant carries its value
                 return x.sort.members[x.value]
             return str(x.value)
         if op == "var":

@@ -288,8 +288,10 @@ class _View:
             return self._state._exprs[base]
         kind, key = steps[0]
         if kind == "field":
+            assert isinstance(t, Record)  # a field step is taken only on a record
             offset, ftype = t.field(key)
             return self._read_at(ftype, base + offset, steps[1:])
+        assert isinstance(t, Array)  # an index step is taken only on an array
         k = t.elem.size()
         if not isinstance(key, Expr):
             return self._read_at(t.elem, base + key * k, steps[1:])
@@ -315,9 +317,11 @@ class _View:
             return
         kind, key = steps[0]
         if kind == "field":
+            assert isinstance(t, Record)  # a field step is taken only on a record
             offset, ftype = t.field(key)
             self._write_at(ftype, base + offset, steps[1:], values, cond)
             return
+        assert isinstance(t, Array)  # an index step is taken only on an array
         k = t.elem.size()
         if not isinstance(key, Expr):
             self._write_at(t.elem, base + key * k, steps[1:], values, cond)
@@ -573,7 +577,7 @@ class ModelBuilder:
             return self._slots[v.slot].name + ("'" if v.frame else "")
 
         E.NAMER[0] = namer
-        actions = []
+        actions: list[ActionInstance] = []
         total = sum(instance_count(domains) for _, _, domains in self._actions)
         traced = 0
         last_report = time.monotonic()
@@ -668,6 +672,7 @@ class ModelBuilder:
         for e, s in zip(exprs, self._slots, strict=True):
             if e is None or not e.is_const:
                 raise SpecError(f"{label}: {s.name} has no constant initial value")
+            assert e.value is not None  # a constant carries its value
             if not s.lo <= e.value <= s.hi:
                 raise SpecError(f"{label}: initial {s.name}={e.value} is outside "
                                 f"{s.leaf.describe()}")

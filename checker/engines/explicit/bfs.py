@@ -360,9 +360,10 @@ def _check_new_states(search: _Search, words: list[np.ndarray], depth: int,
     step = search.options.batch_size
     bad: list[tuple[int, int, bool]] = []  # (index, first violated property, undefined)
     for lo in range(0, len(words[0]), step):
-        first, undefined = search.kernel.violated_properties([w[lo:lo + step] for w in words])
-        for i in np.flatnonzero((first >= 0) | undefined):
-            bad.append((lo + int(i), int(first[i]), bool(undefined[i])))
+        first, lanes_undefined = search.kernel.violated_properties(
+            [w[lo:lo + step] for w in words])
+        for i in np.flatnonzero((first >= 0) | lanes_undefined):
+            bad.append((lo + int(i), int(first[i]), bool(lanes_undefined[i])))
     if not bad:
         return None
     index, prop, undefined = min(bad, key=lambda b: int(keys[b[0]]) if keys is not None
@@ -424,6 +425,7 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     assert search.enabled is not None and search.new_states is not None
 
     def count_level() -> None:  # the level ends: its counts join the totals
+        assert search.enabled is not None  # narrowing does not reach into a closure
         search.enabled += enabled
         search.generated += generated
 

@@ -38,9 +38,9 @@ from checker.engines.report import replay
 from checker.engines.result import HOLDS, VIOLATED, CheckResult, Violation
 from checker.errors import CheckerError
 from checker.lang.expr import Expr
-from checker.lang.machine import LivenessProperty, Machine
+from checker.lang.machine import ActionInstance, LivenessProperty, Machine
 from checker.packing import U64
-from checker.traces.trace import Trace
+from checker.traces.trace import State, Trace
 
 
 @dataclass
@@ -103,7 +103,8 @@ def build_graph(machine: Machine, kernel: Kernel | None = None, batch_size: int 
     frontier, first, n = words, 0, len(inits)
     level = 0
     while len(frontier[0]):
-        gens, succ = [], [[] for _ in range(layout.n_words)]
+        gens: list[np.ndarray] = []
+        succ: list[list[np.ndarray]] = [[] for _ in range(layout.n_words)]
         for lo in range(0, len(frontier[0]), batch_size):
             exp = kernel.expand([w[lo:lo + batch_size] for w in frontier], first + lo, False)
             if exp.error is not None or exp.guard_error is not None:
@@ -205,8 +206,8 @@ def find_lasso(graph: StateGraph, labels: Labels, fair_actions: tuple[int, ...],
                                       np.flatnonzero(trigger & ~goal_state), graph.depth)
     reached = dist >= 0
     candidates: list[tuple[int, int, np.ndarray | None]] = []
-    for s in np.flatnonzero(reached & ~enabled.any(axis=1)):
-        candidates.append((int(dist[s]), int(s), None))
+    for end in np.flatnonzero(reached & ~enabled.any(axis=1)):
+        candidates.append((int(dist[end]), int(end), None))
     inside = reached[src] & reached[dst]
     label = strongly_connected(n, src[inside], dst[inside], np.flatnonzero(reached))
     e_src, e_dst, e_act = src[inside], dst[inside], act[inside]
@@ -344,6 +345,12 @@ def _loop(entry: int, comp: frozenset[int], src: np.ndarray, dst: np.ndarray, ac
     instance, a state of the cycle where it is disabled or a step that takes it."""
     members = sorted(comp)
 
+    def enters(states: set[int]) -> Callable[[int, int], bool]:
+        return lambda x, t: t in states
+
+    def takes(j: int) -> Callable[[int, int], bool]:
+        return lambda x, t: fair_col[x] == j
+
     def path(a: int, done: Callable[[int, int], bool]) -> tuple[list[int], list[int]]:
         """Shortest path inside comp from a to a step (x, t) with done(x, t): its
         actions and the states it enters."""
@@ -374,9 +381,9 @@ def _loop(entry: int, comp: frozenset[int], src: np.ndarray, dst: np.ndarray, ac
         if visited & disabled_at or any(fair_col[x] == j for x in actions):
             continue
         if disabled_at:
-            steps, entered = path(cur, lambda x, t, d=disabled_at: t in d)
+            steps, entered = path(cur, enters(disabled_at))
         else:
-            steps, entered = path(cur, lambda x, t, j=j: fair_col[x] == j)
+            steps, entered = path(cur, takes(j))
         actions += steps
         visited.update(entered)
         cur = entered[-1]
@@ -447,7 +454,11 @@ def confirm_lasso(trace: Trace, names: list[str] | None = None) -> list[str]:
     scalar = ScalarMachine(machine)
     states = trace.states
     last = len(states) - 1
-    steps = [(states[i - 1], trace.actions[i], states[i]) for i in range(1, len(states))]
+    steps: list[tuple[State, ActionInstance, State]] = []
+    for i in range(1, len(states)):
+        action = trace.actions[i]
+        assert action is not None  # only actions[0], before the first state, is None
+        steps.append((states[i - 1], action, states[i]))
     loop_states = states[trace.loop:]
     loop_steps = steps[trace.loop:]
     if trace.loop_action is not None:

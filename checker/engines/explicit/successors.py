@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.backends.vector import compile_batch, dtype_for
+from checker.backends.vector import BatchFn, compile_batch, dtype_for
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr
 from checker.lang.machine import ActionInstance, Machine
@@ -36,7 +36,7 @@ class _ActionProgram:
     """Compiled effects of one action instance and what each output means."""
 
     action: ActionInstance
-    fn: object
+    fn: BatchFn
     update_slots: list[int]
     n_checks: int  # outputs after the updates that must be TRUE, else an evaluation error
     step_props: list[int]  # step invariant index for each following output

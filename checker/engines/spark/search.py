@@ -172,6 +172,7 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     MachineRef.of(machine)
     check_master(options.master)
     if options.resume:
+        assert options.run_dir  # refused above when missing
         spark_run_dir.inspect(options.run_dir, _identity(machine, options), options.partitions)
     elif options.run_dir:
         spark_run_dir.check_new(options.run_dir)
@@ -235,6 +236,7 @@ def _code_archive(ref: MachineRef) -> str:
             files += [(p, str(Path(name) / p.relative_to(root)))
                       for p in sorted(root.rglob("*.py"))]
         else:
+            assert module.__file__ is not None  # a plain module is imported from its file
             files.append((Path(module.__file__), Path(module.__file__).name))
     digest = hashlib.sha1()
     for path, arcname in files:

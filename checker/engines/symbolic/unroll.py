@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import z3
 
@@ -126,7 +127,7 @@ class Unrolling:
 
     def _action_choices(self, k: int) -> list[tuple[Callable[[int], z3.BoolRef], int, int]]:
         n = len(self.machine.actions)
-        return [((lambda upto, i=i: self.step(i, upto)), 0, n - 1) for i in range(k)]
+        return [(partial(self.step, i), 0, n - 1) for i in range(k)]
 
     def _at_most(self, v: z3.ExprRef, x: int) -> z3.BoolRef:
         if z3.is_bool(v):
