@@ -12,6 +12,7 @@ stay fast and keep working while one of them is broken.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import shlex
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from checker.run import EngineOptions
 
 MODELS_DIR = Path(__file__).resolve().parent / "models"
+BENCH_MODELS_DIR = Path(__file__).resolve().parent / "bench" / "models"
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (unknown)
@@ -92,8 +95,11 @@ def _fail(message: str, code: int) -> int:
              epilog="Exit codes: 0 holds (or proved), 1 violation found, 2 bad input or spec "
                     "error, 3 inconclusive (not inductive, or solver unknown), 130 interrupted.")
 @click.option("--models-dir", type=click.Path(file_okay=False, path_type=Path),
-              default=MODELS_DIR, show_default="models/ beside cli.py",
-              help="Where bare model names (like tracker_small) are looked up.")
+              default=MODELS_DIR, show_default="the models folder that ships with ctmc",
+              help="Where bare model names (like tracker_small) are looked up; the "
+                   "benchmark models are found by name too.")
+@click.version_option(None, "--version", package_name="closedts-model-checker",
+                      prog_name="ctmc", message="%(prog)s %(version)s")
 @click.pass_context
 def main(ctx: click.Context, models_dir: Path) -> None:
     """Bounded model checker: check models, simulate them, read counterexample traces."""
@@ -113,26 +119,79 @@ def _parse_sets(ctx: click.Context, param: click.Parameter,
     return out
 
 
+@dataclass(frozen=True)
+class RunArgs:
+    """What every engine command takes: the model, how to change it for this run, and
+    how to report."""
+
+    models_dir: Path
+    model: str
+    overrides: dict[str, str]
+    invariants: tuple[str, ...]  # --inv: check only these (empty: the model's selection)
+    mutations: tuple[str, ...]  # --mutation: switched on besides the model's
+    deadlock: bool | None
+    trace_out: Path | None
+    as_json: bool
+    quiet: bool
+
+    @property
+    def progress(self) -> Callable[[str], None] | None:
+        return None if self.quiet else _progress
+
+    @property
+    def reshaped(self) -> bool:
+        """The run changes which properties or mutations the model file names, so the
+        file's expected outcome does not apply."""
+        return bool(self.invariants or self.mutations)
+
+
+def _models_dir_here(ctx: click.Context, param: click.Parameter, value: Path | None) -> None:
+    """--models-dir after the command name works as well as before it."""
+    if value is not None:
+        ctx.obj = value
+
+
+_models_dir_option = click.option(
+    "--models-dir", type=click.Path(file_okay=False, path_type=Path), expose_value=False,
+    callback=_models_dir_here, help="Where bare model names are looked up (also accepted "
+                                    "before the command).")
+
+
 def _run_options(fn: Callable) -> Callable:
-    """MODEL, --set, --deadlock, --trace-out, --json and --quiet, for every engine command."""
+    """MODEL and the options every engine command shares, handed over as one RunArgs."""
+    @functools.wraps(fn)
+    def wrapper(models_dir: Path, model_arg: str, overrides: dict[str, str],
+                invariants: tuple[str, ...], mutations: tuple[str, ...], deadlock: bool | None,
+                trace_out: Path | None, as_json: bool, quiet: bool, **rest: Any) -> Any:
+        return fn(RunArgs(models_dir, model_arg, overrides, invariants, mutations, deadlock,
+                          trace_out, as_json, quiet), **rest)
+
     decorators: list[Callable[[Callable], Callable]] = [
         click.argument("model_arg", metavar="MODEL"),
+        _models_dir_option,
         click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
                      callback=_parse_sets, help="Override a model parameter (repeatable)."),
+        click.option("--inv", "invariants", multiple=True, metavar="NAME",
+                     help="Check only this property (repeatable); replaces the model's "
+                          "selection, and its expected outcome no longer applies."),
+        click.option("--mutation", "mutations", multiple=True, metavar="NAME",
+                     help="Switch this mutation on too (repeatable); the model's expected "
+                          "outcome no longer applies."),
         click.option("--deadlock/--no-deadlock", default=None,
                      help="Report states without successors  [default: the model's]"),
         click.option("--trace-out", type=click.Path(dir_okay=False, path_type=Path),
                      help="Where to write a counterexample  "
-                          "[default: traces/MODEL-VIOLATION.itf.json]"),
+                          "[default: traces/MODEL-VIOLATION-ENGINE.itf.json]"),
         click.option("--json", "as_json", is_flag=True,
                      help="Print one JSON object on stdout instead of tables."),
         click.option("--quiet", "-q", is_flag=True,
                      help="No progress, statistics or coverage: only the verdict."),
         click.pass_obj,
     ]
+    decorated: Callable = wrapper
     for decorate in reversed(decorators):
-        fn = decorate(fn)
-    return fn
+        decorated = decorate(decorated)
+    return decorated
 
 
 def _progress(line: str) -> None:
@@ -175,11 +234,9 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
-def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
-          trace_out: Path | None, as_json: bool, quiet: bool, max_depth: int | None,
-          engine_name: str, checkpoint: str | None, checkpoint_every: float,
-          timeout: float | None, master: str | None, partitions: int | None,
-          run_dir: str | None, resume: str | None) -> int:
+def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
+          checkpoint_every: float, timeout: float | None, master: str | None,
+          partitions: int | None, run_dir: str | None, resume: str | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir}
     if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
@@ -195,16 +252,16 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
     if folder and resume and Path(folder) != Path(resume):
         raise click.UsageError(f"{'--checkpoint' if checkpoint else '--run-dir'} and --resume "
                                "name different folders")
-    _check_trace_out(trace_out)
-    model, machine = _load(models_dir, model_arg, overrides, quiet)
+    _check_trace_out(args.trace_out)
+    model, machine = _load(args)
     engine: dict[str, Any] = {
         "name": engine_name,
         "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
-        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+        "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     from checker.run import BfsOptions, SparkOptions, preflight, run
 
-    progress = None if quiet else _progress
+    progress = args.progress
     options: EngineOptions
     if engine_name == "spark":
         from checker.engines.spark.options import DEFAULT_MASTER
@@ -226,14 +283,14 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
                              checkpoint_every=checkpoint_every, timeout=timeout,
                              label=model.name)
     preflight(machine, options)  # bad input: one line, before the header
-    if not (as_json or quiet):
+    if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
         result = run(machine, options)
     except KeyboardInterrupt:
         hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
-    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+    return _report(args, model, machine, engine, result)
 
 
 @main.command()
@@ -244,31 +301,29 @@ def check(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock:
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True,
               help="Number of walks.")
 @_timeout_option
-def simulate(models_dir: Path, model_arg: str, overrides: dict[str, str], deadlock: bool | None,
-             trace_out: Path | None, as_json: bool, quiet: bool, seed: int, steps: int,
-             runs: int, timeout: float | None) -> int:
+def simulate(args: RunArgs, seed: int, steps: int, runs: int, timeout: float | None) -> int:
     """Random walks through MODEL, for models too big to explore fully; liveness is
     checked on the lassos the walks close."""
     from checker.run import SimulationOptions, preflight, run
 
-    _check_trace_out(trace_out)
-    model, machine = _load(models_dir, model_arg, overrides, quiet)
+    _check_trace_out(args.trace_out)
+    model, machine = _load(args)
     engine: dict[str, Any] = {
         "name": "simulate", "seed": seed, "steps": steps, "runs": runs,
-        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+        "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     if timeout is not None:
         engine["timeout"] = timeout
     options = SimulationOptions(seed=seed, steps=steps, runs=runs, deadlock=engine["deadlock"],
-                                timeout=timeout, progress=None if quiet else _progress)
+                                timeout=timeout, progress=args.progress)
     preflight(machine, options)
-    if not (as_json or quiet):
+    if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
         result = run(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
-    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+    return _report(args, model, machine, engine, result)
 
 
 def _check_trace_out(path: Path | None) -> None:
@@ -279,13 +334,16 @@ def _check_trace_out(path: Path | None) -> None:
         check_writable(path, "--trace-out")
 
 
-def _load(models_dir: Path, model_arg: str, overrides: dict[str, str], quiet: bool,
-          proof: bool = False) -> tuple[Model, Machine]:
-    """The model file and its machine; building a big one reports its progress."""
-    from checker.models import build_machine, load_model
+def _load(args: RunArgs, proof: bool = False) -> tuple[Model, Machine]:
+    """The model file, changed by --inv and --mutation, and its machine; building a big
+    one reports its progress. Bare names are looked up among the models, then the
+    benchmark models."""
+    from checker.models import build_machine, load_model, reshape
 
-    model = load_model(model_arg, models_dir)
-    return model, build_machine(model, overrides, proof, None if quiet else _progress)
+    model = load_model(args.model, args.models_dir, also=(BENCH_MODELS_DIR,))
+    if args.reshaped:
+        model = reshape(model, args.invariants, args.mutations)
+    return model, build_machine(model, args.overrides, proof, args.progress)
 
 
 # --- the Z3 engines ---------------------------------------------------------------
@@ -295,29 +353,27 @@ def _load(models_dir: Path, model_arg: str, overrides: dict[str, str], quiet: bo
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               metavar="K", help="Look for violations on paths of at most K steps.")
 @_timeout_option
-def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
-            deadlock: bool | None, trace_out: Path | None, as_json: bool, quiet: bool,
-            depth: int, timeout: float | None) -> int:
+def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
     """Bounded model checking with Z3: a shortest path of at most K steps from an
     initial state to a violation, or none. Progress per depth on stderr."""
     from checker.run import BmcOptions, preflight, run
 
-    _check_trace_out(trace_out)
-    model, machine = _load(models_dir, model_arg, overrides, quiet)
+    _check_trace_out(args.trace_out)
+    model, machine = _load(args)
     engine: dict[str, Any] = {
         "name": "bmc", "depth": depth, "timeout": timeout,
-        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+        "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     options = BmcOptions(depth=depth, deadlock=engine["deadlock"], timeout=timeout,
-                         progress=None if quiet else _progress)
+                         progress=args.progress)
     preflight(machine, options)
-    if not (as_json or quiet):
+    if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
         result = run(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
-    return _report(model, machine, engine, result, trace_out, as_json, quiet)
+    return _report(args, model, machine, engine, result)
 
 
 @main.command("prove")
@@ -325,9 +381,7 @@ def bmc_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
 @click.option("--k", "k", type=click.IntRange(min=1), metavar="K",
               help="Induction depth  [default: the model's proof.k, else 1]")
 @_timeout_option
-def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
-              deadlock: bool | None, trace_out: Path | None, as_json: bool, quiet: bool,
-              k: int | None, timeout: float | None) -> int:
+def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
     """Prove MODEL's invariants for every reachable state by k-induction with Z3, with
     the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
     (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
@@ -335,23 +389,23 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
     from checker.engines.symbolic.induction import prove
     from checker.run import ProveOptions, preflight
 
-    _check_trace_out(trace_out)
-    model, machine = _load(models_dir, model_arg, overrides, quiet, proof=True)
+    _check_trace_out(args.trace_out)
+    model, machine = _load(args, proof=True)
     engine: dict[str, Any] = {
         "name": "prove", "k": k or model.proof["k"],
         "timeout": timeout or model.proof["timeout"] or None,
-        "deadlock": model.engine["deadlock"] if deadlock is None else deadlock,
+        "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
-                           progress=None if quiet else _progress)
+                           progress=args.progress)
     preflight(machine, options)
-    if not (as_json or quiet):
+    if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
         result = prove(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
-    return _report_proof(model, machine, result, trace_out, as_json)
+    return _report_proof(model, machine, result, args.trace_out, args.as_json)
 
 
 @main.command("infer")
@@ -369,6 +423,7 @@ def prove_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str],
 @_timeout_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
+@_models_dir_option
 @click.pass_obj
 def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_states: int,
               walks: int, seed: int, spec_lemmas: bool, timeout: float | None, as_json: bool,
@@ -379,7 +434,8 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
     from checker.engines.symbolic.infer import InferOptions, as_source, infer
 
-    model, machine = _load(models_dir, model_arg, overrides, quiet)
+    model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
+                                   as_json, quiet))
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
                                              timeout=timeout, spec_lemmas=spec_lemmas,
@@ -424,8 +480,8 @@ def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path |
     v = result.violation
     if v is not None:
         trace_file = _write_trace(v.trace, trace_out or TRACE_DIR / (
-            f"{model.name}-{'cti-' if result.outcome == NOT_INDUCTIVE else ''}{v.name}.itf.json"),
-            model)
+            f"{model.name}-{'cti-' if result.outcome == NOT_INDUCTIVE else ''}{v.name}"
+            f"-prove.itf.json"), model)
     if as_json:
         click.echo(json.dumps({
             "model": model.name, "spec": machine.spec_name, "params": machine.params,
@@ -467,24 +523,24 @@ def _write_trace(trace: Any, path: Path, model: Model) -> Path:
     return write_counterexample(trace, path, model=model.name, model_file=str(model.path))
 
 
-def _report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
-            trace_out: Path | None, as_json: bool, quiet: bool) -> int:
+def _report(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any],
+            result: CheckResult) -> int:
     from checker.engines.result import ERROR, HOLDS, UNKNOWN, VIOLATED
     from checker.models import outcome_matches
 
-    console = Console(highlight=False, soft_wrap=True)
-    if not (as_json or quiet):  # before the trace is saved, in case saving fails
+    console = Console(highlight=False, soft_wrap=True)  # a long verdict line stays whole
+    if not (args.as_json or args.quiet):  # before the trace is saved, in case saving fails
         _print_stats(console, result.stats)
         _print_coverage(console, result.coverage)
     trace_file, unwritten = None, None
     if result.violation is not None:
+        default = TRACE_DIR / f"{model.name}-{result.violation.name}-{engine['name']}.itf.json"
         try:
-            trace_file = _write_trace(result.violation.trace, trace_out or TRACE_DIR / (
-                f"{model.name}-{result.violation.name}.itf.json"), model)
+            trace_file = _write_trace(result.violation.trace, args.trace_out or default, model)
         except CheckerError as exc:  # the verdict still counts: say it, then why no file
             unwritten = str(exc)
-    matches = outcome_matches(model, result)
-    if as_json:
+    matches = None if args.reshaped else outcome_matches(model, result)
+    if args.as_json:
         click.echo(json.dumps(_json_report(model, machine, engine, result, trace_file, matches),
                               indent=2, default=str))
     else:
@@ -496,7 +552,7 @@ def _report(model: Model, machine: Machine, engine: dict[str, Any], result: Chec
 
 
 def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
-                 trace_file: Path | None, matches: bool) -> dict[str, Any]:
+                 trace_file: Path | None, matches: bool | None) -> dict[str, Any]:
     v = result.violation
     return {
         "model": model.name,
@@ -506,7 +562,7 @@ def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result:
         "engine": engine,
         "outcome": result.expectation,
         "complete": result.complete,
-        "expected": model.expect_outcome,
+        "expected": None if matches is None else model.expect_outcome,
         "as_expected": matches,
         "violation": None if v is None else {
             "kind": v.kind, "name": v.name, "message": v.message,
@@ -599,7 +655,7 @@ _VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
 
 
 def _print_verdict(console: Console, model: Model, result: CheckResult,
-                   trace_file: Path | None, matches: bool) -> None:
+                   trace_file: Path | None, matches: bool | None) -> None:
     v = result.violation
     if result.outcome == "unknown":
         console.print("[yellow bold]unknown[/]: " + escape(
@@ -617,7 +673,10 @@ def _print_verdict(console: Console, model: Model, result: CheckResult,
             f"{len(v.trace)}-step trace {where}"))
         if v.message:
             console.print(f"  {v.message}", style="dim", markup=False)
-    if matches:
+    if matches is None:
+        console.print("the model file's expected outcome does not apply: --inv or --mutation "
+                      "changed what this run checks", style="dim", markup=False)
+    elif matches:
         console.print(f"[green]as expected[/] ({escape(model.expect_outcome)})")
     else:
         console.print("[red bold]UNEXPECTED[/]: " + escape(
@@ -648,7 +707,7 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool) -> No
     from checker.traces.view import show_trace, show_trace_interactive
 
     loaded = load_trace(file)
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False)
     if interactive:
         show_trace_interactive(loaded, console)
     else:
@@ -679,6 +738,7 @@ def trace_check(file: str) -> None:
               help="Where counterexamples are written (as ITF).")
 @click.option("--update-baselines", is_flag=True,
               help="Rewrite the expect.states line of every model whose outcome matched.")
+@_models_dir_option
 @click.pass_obj
 def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
          trace_dir: Path, update_baselines: bool) -> int:
@@ -755,6 +815,7 @@ _SPEC_LISTS = ("invariants", "mutations", "params")
                 type=click.Choice(("specs", "models") + _SPEC_LISTS))
 @click.option("--spec", "spec_ref", metavar="NAME",
               help="The spec (name or module:attribute) for invariants, mutations, params.")
+@_models_dir_option
 @click.pass_obj
 def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
     """List specs and models (the default), or a spec's invariants, mutations or params."""
@@ -778,8 +839,8 @@ def _list_specs(console: Console) -> None:
     from checker.registry import all_specs
 
     table = Table(title="specs", title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("description")
+    table.add_column("name", style="bold", overflow="fold")
+    table.add_column("description", overflow="fold")
     for name, spec in sorted(all_specs().items()):
         _add_row(table, name, spec.doc)
     console.print(table if table.row_count else "no specs registered")
@@ -790,8 +851,11 @@ def _list_models(console: Console, models_dir: Path) -> int:
     from checker.models import list_models, load_model
 
     table = Table(title=escape(f"models in {models_dir}"), title_justify="left")
-    for column in ("model", "spec", "expected", "description"):
-        table.add_column(column, style="bold" if column == "model" else None)
+    names = [p.stem for p in list_models(models_dir)]
+    for column in ("model", "spec", "expected", "description"):  # wrap, never cut, a name
+        table.add_column(column, style="bold" if column == "model" else None, overflow="fold",
+                         min_width=min(max(map(len, names), default=5), 28)
+                         if column == "model" else None)
     errors = []
     for path in list_models(models_dir):
         try:
@@ -813,7 +877,7 @@ def _list_invariants(console: Console, spec: Spec) -> None:
     table = Table(title=escape(f"properties of {spec.name} (built with default parameters)"),
                   title_justify="left")
     for column in ("name", "kind", "description"):
-        table.add_column(column, style="bold" if column == "name" else None)
+        table.add_column(column, style="bold" if column == "name" else None, overflow="fold")
     for kind, props in (("invariant", machine.invariants),
                         ("step invariant", machine.step_invariants),
                         ("lemma", machine.lemmas), ("liveness", machine.liveness)):
@@ -825,8 +889,8 @@ def _list_invariants(console: Console, spec: Spec) -> None:
 
 def _list_mutations(console: Console, spec: Spec) -> None:
     table = Table(title=escape(f"mutations of {spec.name}"), title_justify="left")
-    table.add_column("name", style="bold")
-    table.add_column("description")
+    table.add_column("name", style="bold", overflow="fold")
+    table.add_column("description", overflow="fold")
     for name, doc in spec.mutations.items():
         _add_row(table, name, doc)
     console.print(table if table.row_count else f"spec {spec.name} declares no mutations",
@@ -836,7 +900,7 @@ def _list_mutations(console: Console, spec: Spec) -> None:
 def _list_params(console: Console, spec: Spec) -> None:
     table = Table(title=escape(f"parameters of {spec.name}"), title_justify="left")
     for column in ("name", "default", "allowed", "description"):
-        table.add_column(column, style="bold" if column == "name" else None)
+        table.add_column(column, style="bold" if column == "name" else None, overflow="fold")
     for p in spec.params.values():
         if p.choices is not None:
             allowed = " | ".join(p.choices)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class CheckerError(Exception):
     """Base class: a problem the user can fix (exit code 2)."""
@@ -26,3 +29,10 @@ class EvalError(CheckerError):
         super().__init__(message)
         self.state_index = state_index
         self.action = action
+
+
+def did_you_mean(name: str, known: Iterable[object]) -> str:
+    """`; did you mean 'x'?` for the closest known name, or nothing: one line a user
+    can act on, instead of a list to read through."""
+    close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

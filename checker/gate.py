@@ -162,7 +162,7 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
         result.trace_length = len(v.trace)
         try:
             result.trace_file = write_counterexample(
-                v.trace, trace_dir / f"{model.name}-{v.name}.itf.json", model=model.name,
+                v.trace, trace_dir / f"{model.name}-{v.name}-bfs.itf.json", model=model.name,
                 model_file=str(model.path), gate=True)
         except CheckerError as exc:
             result.surprises.append(str(exc))

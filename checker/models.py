@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from checker.errors import ModelError
+from checker.errors import ModelError, did_you_mean
 from checker.lang.machine import Machine
 from checker.registry import find_spec
 
@@ -65,6 +65,7 @@ class Model:
     expect_outcome: str  # "holds" or "violates NAME"
     expect_states: int | None
     proof: dict[str, Any] = field(default_factory=lambda: dict(PROOF_DEFAULTS))
+    selected_by: str = "key invariants"  # where the property selection came from, for errors
 
 
 def list_models(models_dir: Path) -> list[Path]:
@@ -72,21 +73,26 @@ def list_models(models_dir: Path) -> list[Path]:
     return sorted(Path(models_dir).glob(f"*{SUFFIX}"))
 
 
-def resolve_model_path(path_or_name: str, models_dir: Path) -> Path:
-    """A path as given, or a bare name like `tracker_small` looked up in models_dir."""
+def resolve_model_path(path_or_name: str, models_dir: Path,
+                       also: Sequence[Path] = ()) -> Path:
+    """A path as given, or a bare name like `tracker_small` looked up in models_dir, then
+    in the folders `also` (the benchmark models)."""
     path = Path(path_or_name)
     if path.is_file():
         return path
-    candidate = Path(models_dir) / f"{path_or_name}{SUFFIX}"
-    if path.name == path_or_name and path.suffix != SUFFIX and candidate.is_file():
-        return candidate
-    known = ", ".join(p.stem for p in list_models(models_dir)) or "none"
-    raise ModelError(f"unknown model {path_or_name!r}: no such file, and no {candidate} "
-                     f"(models: {known})")
+    if path.name == path_or_name and path.suffix != SUFFIX:
+        for folder in (Path(models_dir), *also):
+            candidate = folder / f"{path_or_name}{SUFFIX}"
+            if candidate.is_file():
+                return candidate
+    known = [p.stem for folder in (Path(models_dir), *also) for p in list_models(folder)]
+    hint = did_you_mean(path_or_name, known)
+    raise ModelError(f"unknown model {path_or_name!r}: no such file, and no model of that name "
+                     f"in {models_dir}{hint} (`ctmc list` shows the {len(known)} models)")
 
 
-def load_model(path_or_name: str | Path, models_dir: Path) -> Model:
-    path = resolve_model_path(str(path_or_name), models_dir)
+def load_model(path_or_name: str | Path, models_dir: Path, also: Sequence[Path] = ()) -> Model:
+    path = resolve_model_path(str(path_or_name), models_dir, also)
     data = _read_toml(path)
     where = str(path)
     _check_keys(data, _TOP_KEYS, "", where)
@@ -133,7 +139,7 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None,
     overrides [params] first: the sizes the symbolic engines work at."""
     where = str(model.path)
     try:
-        spec = find_spec(model.spec_name)
+        spec = find_spec(model.spec_name, search=model.path.parent)
     except ModelError as exc:
         raise ModelError(f"{where}: key spec: {exc}") from None
     overrides = overrides or {}
@@ -149,6 +155,22 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None,
     machine = _select(machine, model)
     _check_expectation(machine, model)
     return machine
+
+
+def reshape(model: Model, invariants: Sequence[str], mutations: Sequence[str]) -> Model:
+    """The model with another property selection (`invariants`, if any) and more
+    mutations switched on, as `--inv` and `--mutation` ask for one run; its expected
+    outcome says nothing about such a run, so it becomes `holds` with no baseline."""
+    chosen = tuple(dict.fromkeys(invariants)) if invariants else model.invariants
+    try:
+        find_spec(model.spec_name, search=model.path.parent).resolve({}, "--mutation",
+                                                                     mutations)
+    except ModelError as exc:
+        raise ModelError(str(exc)) from None
+    return dataclasses.replace(model, invariants=chosen,
+                               mutations=tuple(dict.fromkeys(model.mutations + tuple(mutations))),
+                               expect_outcome="holds", expect_states=None,
+                               selected_by="--inv" if invariants else model.selected_by)
 
 
 def outcome_matches(model: Model, result: CheckResult) -> bool:
@@ -178,7 +200,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _check_keys(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, where: str) -> None:
     unknown = sorted(set(table) - set(allowed))
     if unknown:
-        raise ModelError(f"{where}: unknown key '{prefix}{unknown[0]}' "
+        raise ModelError(f"{where}: unknown key '{prefix}{unknown[0]}'"
+                         f"{did_you_mean(unknown[0], allowed)} "
                          f"(known: {', '.join(prefix + k for k in allowed)})")
 
 
@@ -231,8 +254,9 @@ def _select(machine: Machine, model: Model) -> Machine:
     known = property_names(machine)
     unknown = [n for n in model.invariants if n not in known]
     if unknown:
-        raise ModelError(f"{model.path}: key invariants: spec {machine.spec_name} has no "
-                         f"invariant {unknown[0]!r} (known: {', '.join(known) or 'none'})")
+        raise ModelError(f"{model.path}: {model.selected_by}: spec {machine.spec_name} has no "
+                         f"invariant {unknown[0]!r}{did_you_mean(unknown[0], known)} "
+                         f"(known: {', '.join(known) or 'none'})")
     chosen = set(model.invariants)
     return dataclasses.replace(
         machine,

@@ -138,7 +138,7 @@ def test_check_holds(models):
 def test_check_violation_writes_trace(models):
     result = run(models, "check", "caught")
     assert result.exit_code == 1, result.output
-    trace = Path("traces/caught-WithinLimit.itf.json")
+    trace = Path("traces/caught-WithinLimit-bfs.itf.json")
     assert trace.is_file()
     assert "invariant WithinLimit violated" in result.stdout
     assert f"ctmc trace show {trace}" in result.stdout
@@ -227,7 +227,7 @@ def test_simulate(models):
 
 def test_trace_show_and_check(models):
     assert run(models, "check", "caught", "--quiet").exit_code == 1
-    trace = "traces/caught-WithinLimit.itf.json"
+    trace = "traces/caught-WithinLimit-bfs.itf.json"
     shown = run(models, "trace", "show", trace)
     assert shown.exit_code == 0, shown.output
     assert "inc()" in shown.stdout

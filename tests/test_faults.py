@@ -359,7 +359,7 @@ def test_a_trace_write_failing_after_the_search_still_gives_the_verdict(tmp_path
     assert "invariant NoWriteBelowClosed violated" in result.stdout
     assert "(not written: see below)" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == (
-        "error: cannot write trace traces/mutation_reset_cur_on_prev_exit-NoWriteBelowClosed"
+        "error: cannot write trace traces/mutation_reset_cur_on_prev_exit-NoWriteBelowClosed-bfs"
         ".itf.json: No space left on device")
 
 

@@ -100,12 +100,12 @@ def test_all_as_expected(models, tmp_path):
     out = found["c_counter"].find("system-out").text
     assert "states: 6" in out and "diameter: 5" in out and "trace: -" in out
     out = found["d_deadlock"].find("system-out").text
-    assert "trace: cex/d_deadlock-Deadlock.itf.json" in out and "trace length: 2" in out
+    assert "trace: cex/d_deadlock-Deadlock-bfs.itf.json" in out and "trace length: 2" in out
 
     # every counterexample is written, as ITF
     traces = sorted(p.name for p in Path("cex").iterdir())
-    assert traces == ["b_caught-WithinLimit.itf.json", "d_deadlock-Deadlock.itf.json"]
-    doc = json.loads(Path("cex/b_caught-WithinLimit.itf.json").read_text())
+    assert traces == ["b_caught-WithinLimit-bfs.itf.json", "d_deadlock-Deadlock-bfs.itf.json"]
+    doc = json.loads(Path("cex/b_caught-WithinLimit-bfs.itf.json").read_text())
     assert doc["#meta"]["model"] == "b_caught" and len(doc["states"]) == 5
 
 
@@ -113,7 +113,7 @@ def test_default_trace_dir_and_explicit_files(models):
     result = gate(models, str(models / "d_deadlock.toml"), "a_holds")
     assert result.exit_code == 0, result.output
     assert [line.split()[1] for line in result.stderr.splitlines()] == ["a_holds", "d_deadlock"]
-    assert Path("traces/gate/d_deadlock-Deadlock.itf.json").is_file()
+    assert Path("traces/gate/d_deadlock-Deadlock-bfs.itf.json").is_file()
 
 
 def test_json(models):
@@ -149,7 +149,7 @@ def test_wrong_expectation(models, tmp_path):
     assert name == "e_wrong"
     assert failure.get("message") == "expected holds, got violates WithinLimit"
     # the unexpected counterexample is kept too
-    assert Path("traces/gate/e_wrong-WithinLimit.itf.json").is_file()
+    assert Path("traces/gate/e_wrong-WithinLimit-bfs.itf.json").is_file()
     json_report = json.loads(gate(models, "--json").stdout)
     assert json_report["ok"] is False and json_report["surprises"] == 1
 

@@ -66,10 +66,21 @@ def test_bare_name_resolves_in_models_dir(tmp_path, monkeypatch):
     assert load_model("small", tmp_path).path == tmp_path / "small.toml"
 
 
-def test_unknown_model_names_the_known_ones(tmp_path):
+def test_unknown_model_suggests_the_closest_one(tmp_path):
     write(tmp_path, "small", f'spec = "{COUNTER}"\n')
-    with pytest.raises(ModelError, match=r"unknown model 'nosuch'.*models: small"):
+    with pytest.raises(ModelError, match=r"unknown model 'smal': .*; did you mean 'small'\? "
+                                         r"\(`ctmc list` shows the 1 models\)"):
+        load_model("smal", tmp_path)
+    with pytest.raises(ModelError, match=r"unknown model 'nosuch': no such file, and no model "
+                                         r"of that name in .* \(`ctmc list`"):
         load_model("nosuch", tmp_path)
+
+
+def test_a_bare_name_is_also_looked_up_in_the_extra_folders(tmp_path):
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    write(bench, "big", f'spec = "{COUNTER}"\n')
+    assert load_model("big", tmp_path, also=(bench,)).path == bench / "big.toml"
 
 
 BAD_FILES = [

@@ -299,7 +299,7 @@ def test_cli_mutation_prove_gives_a_cti_and_bmc_a_real_trace(models: Path) -> No
     proof = run(models, "prove", "skewed")
     assert proof.exit_code == 3, proof.output
     assert "not inductive" in proof.stdout and "may be unreachable" in proof.stdout
-    cti = Path("traces/skewed-cti-YSmall.itf.json")
+    cti = Path("traces/skewed-cti-YSmall-prove.itf.json")
     shown = run(models, "trace", "show", str(cti))
     assert shown.exit_code == 0 and "may be unreachable" in shown.stdout
     assert run(models, "trace", "check", str(cti)).exit_code == 0
@@ -307,7 +307,7 @@ def test_cli_mutation_prove_gives_a_cti_and_bmc_a_real_trace(models: Path) -> No
     assert found.exit_code == 1, found.output
     assert "3-step trace" in found.stdout and "as expected" in found.stdout
     assert "depth   3" in found.stderr  # progress per depth
-    checked = run(models, "trace", "check", "traces/skewed-YSmall.itf.json")
+    checked = run(models, "trace", "check", "traces/skewed-YSmall-bmc.itf.json")
     assert checked.exit_code == 0 and "violates YSmall" in checked.stdout
 
 

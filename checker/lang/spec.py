@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from checker.errors import CheckerError, ModelError, SpecError
+from checker.errors import CheckerError, ModelError, SpecError, did_you_mean
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr, lift
 from checker.lang.machine import (
@@ -128,6 +128,7 @@ class Spec:
         self.name = name
         self.doc = doc
         self.module = sys._getframe(1).f_globals.get("__name__", "")
+        self.origin = ""  # `path/file.py:attribute`, when loaded from a file (registry)
         self.params: dict[str, ParamDecl] = {}
         self.mutations: dict[str, str] = {}
         self._build: Callable[[ModelBuilder, Params], None] | None = None
@@ -143,7 +144,9 @@ class Spec:
 
     @property
     def ref(self) -> str:
-        """`module:attribute` under which this spec can be imported again."""
+        """`module:attribute` (or `path/file.py:attribute`) that loads this spec again."""
+        if self.origin:
+            return self.origin
         module = sys.modules.get(self.module)
         for attr, value in vars(module).items() if module else ():
             if value is self:
@@ -180,15 +183,15 @@ class Spec:
             decl = self.params.get(name)
             if decl is None:
                 known = ", ".join(self.params) or "none"
-                raise ModelError(f"{where}: spec {self.name} has no parameter {name!r} "
-                                 f"(known: {known})")
+                raise ModelError(f"{where}: spec {self.name} has no parameter {name!r}"
+                                 f"{did_you_mean(name, self.params)} (known: {known})")
             values[name] = decl.coerce(value, where)
         muts = frozenset(mutations)
         unknown = sorted(muts - set(self.mutations))
         if unknown:
             known = ", ".join(self.mutations) or "none"
-            raise ModelError(f"{where}: spec {self.name} has no mutation {unknown[0]!r} "
-                             f"(known: {known})")
+            raise ModelError(f"{where}: spec {self.name} has no mutation {unknown[0]!r}"
+                             f"{did_you_mean(unknown[0], self.mutations)} (known: {known})")
         return Params(values, muts)
 
     def instantiate(self, overrides: dict[str, Any] | None = None,
@@ -204,6 +207,9 @@ class Spec:
             self._build(builder, params)
         except CheckerError as exc:
             raise SpecError(_located(exc, f"spec {self.name}")) from None
+        except Exception as exc:  # a bug in the spec's own Python code
+            raise SpecError(_located(exc, f"spec {self.name}: {type(exc).__name__}: {exc}")) \
+                from None
         machine = builder.finish()
         machine.spec_ref = self.ref
         return machine

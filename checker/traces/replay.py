@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from checker.backends.scalar import ScalarMachine, State
-from checker.errors import EvalError, ModelError, TraceError
+from checker.errors import EvalError, ModelError, TraceError, did_you_mean
 from checker.lang.machine import ActionInstance, Machine
 from checker.registry import find_spec
 from checker.traces.itf import SPEC_KEYS, check_itf, from_itf_value, read_itf
@@ -152,7 +152,8 @@ def _replay_step(scalar: ScalarMachine, meta: dict[str, Any], before: State,
     if name is None:  # a foreign trace: any action that fits
         return _any_matching(scalar, machine.actions, before, after, "no action")
     if name not in machine.action_names():
-        raise TraceError(f"unknown action {name!r} (known: {', '.join(machine.action_names())})")
+        raise TraceError(f"unknown action {name!r}{did_you_mean(name, machine.action_names())} "
+                         f"(known: {', '.join(machine.action_names())})")
     params = meta.get("params")
     if params is None:
         named = [a for a in machine.actions if a.name == name]

@@ -226,8 +226,11 @@ def _prepare(run: _Run) -> None:
 
 def _code_archive(ref: MachineRef) -> str:
     """A zip of `checker` and the spec's top-level package, for executors that do not
-    have them installed; named by content, so changed code gets a new name."""
-    packages = sorted({"checker", ref.spec_ref.partition(":")[0].split(".")[0]})
+    have them installed; named by content, so changed code gets a new name. A spec
+    loaded from a file is loaded from the same path by the executors."""
+    target_module = ref.spec_ref.rpartition(":")[0]
+    from_file = target_module.endswith(".py") or "/" in target_module
+    packages = sorted({"checker"} | (set() if from_file else {target_module.split(".")[0]}))
     files: list[tuple[Path, str]] = []
     for name in packages:
         module = importlib.import_module(name)
