@@ -18,6 +18,8 @@ import math
 import os
 import shlex
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +78,8 @@ class _Cli(click.Group):
         except Exception as exc:
             code = _fail(f"internal error: {type(exc).__name__}: {exc} "
                          f"(re-run with CTMC_DEBUG=1 for a traceback)", EXIT_ERROR)
+        finally:
+            _progress.stop()
         code = code if isinstance(code, int) else EXIT_HOLDS
         if not standalone_mode:
             return code
@@ -84,6 +88,7 @@ class _Cli(click.Group):
 
 def _fail(message: str, code: int) -> int:
     """Print one line on stderr (after whatever stdout already holds)."""
+    _progress.stop()
     if os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
         traceback.print_exc()
     sys.stdout.flush()
@@ -194,8 +199,41 @@ def _run_options(fn: Callable) -> Callable:
     return decorated
 
 
-def _progress(line: str) -> None:
-    click.echo(line, err=True)
+class _ProgressDisplay:
+    """Progress on stderr: plain lines; on a terminal, dim lines under which a spinner
+    says the work goes on and how long since the last line (rich's live display)."""
+
+    def __init__(self) -> None:
+        self.console = Console(stderr=True, highlight=False)
+        self.status: Any = None
+        self.last = 0.0
+
+    def __call__(self, line: str) -> None:
+        if not self.console.is_terminal:
+            click.echo(line, err=True)
+            return
+        self.console.print(line, style="dim", markup=False)
+        self.last = time.monotonic()
+        if self.status is None:
+            self.status = self.console.status(self._since(), spinner="dots")
+            self.status.start()
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _since(self) -> str:
+        return f"working ({time.monotonic() - self.last:.0f} s since the last report)"
+
+    def _tick(self) -> None:
+        while self.status is not None:
+            self.status.update(self._since())
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        status, self.status = self.status, None
+        if status is not None:
+            status.stop()
+
+
+_progress = _ProgressDisplay()
 
 
 # --- check and simulate --------------------------------------------------------
@@ -442,33 +480,45 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
                                              progress=None if quiet else _progress))
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
-    source = as_source(result.survivors)
+    _progress.stop()
     if as_json:
         click.echo(json.dumps({
             "model": model.name, "params": machine.params, "candidates": result.candidates,
             "true_in_states": result.after_states, "states": result.states,
             "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
-            "proves": result.proves, "dropped": result.dropped_invariants,
-            "lemmas": [c.source for c in result.survivors],
+            "implied": result.implied, "proves": result.proves,
+            "dropped": result.dropped_invariants,
+            "needed": [c.source for c in result.needed],
+            "others": [c.source for c in result.others] if result.proves
+            else [c.source for c in result.survivors],
             "spec_lemmas_used": result.spec_lemmas_used,
             "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}, indent=2))
+        return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
+    if spec_lemmas and result.proves and not result.candidates:
+        click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
+                   f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
+        return EXIT_HOLDS
+    where = "sampled" if result.sampled else "reachable"
+    click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
+               f"{result.states:,} {where} states; {len(result.survivors):,} inductive after "
+               f"{result.houdini_rounds} Houdini round{'s' if result.houdini_rounds != 1 else ''}, "
+               f"once {result.implied:,} implied by the others are dropped")
+    if result.proves:
+        click.echo(f"# they prove every invariant (1-induction). The proof needs these "
+                   f"{len(result.needed)} (a minimal set: without any one it fails):\n")
+        click.echo(as_source(result.needed), nl=False)
+        if result.others:
+            click.echo(f"\n# also true and inductive, but not needed by the proof "
+                       f"({len(result.others)}):\n")
+            click.echo(as_source(result.others, first=len(result.needed)), nl=False)
     else:
-        click.echo(source, nl=False)
-        if spec_lemmas and result.proves and not result.candidates:
-            click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
-                       f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
-            return EXIT_HOLDS
-        where = "sampled" if result.sampled else "reachable"
-        verdict = ("they prove every invariant (1-induction); these are the ones the proof "
-                   "needs" if result.proves else
-                   f"they do not prove {', '.join(result.dropped_invariants)}")
-        click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
-                   f"{result.states:,} {where} states; {len(result.survivors):,} shown after "
-                   f"{result.houdini_rounds} Houdini rounds; {verdict}")
-        if spec_lemmas:
-            click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
-                       f"; not inductive with the rest: "
-                       f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
+        click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
+                   f"{len(result.survivors)} inductive ones:\n")
+        click.echo(as_source(result.survivors), nl=False)
+    if spec_lemmas:
+        click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
+                   f"; not inductive with the rest: "
+                   f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
     return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
 
 
@@ -476,6 +526,7 @@ def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path |
                   as_json: bool) -> int:
     from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
 
+    _progress.stop()
     trace_file = None
     v = result.violation
     if v is not None:
@@ -528,6 +579,7 @@ def _report(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any
     from checker.engines.result import ERROR, HOLDS, UNKNOWN, VIOLATED
     from checker.models import outcome_matches
 
+    _progress.stop()
     console = Console(highlight=False, soft_wrap=True)  # a long verdict line stays whole
     if not (args.as_json or args.quiet):  # before the trace is saved, in case saving fails
         _print_stats(console, result.stats)
@@ -746,21 +798,28 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
     all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
     from checker.gate import collect_models, run_gate, to_json, write_junit
+    from checker.progress import PROGRESS_SECONDS
 
     paths = collect_models(targets, models_dir)
     width = len(str(len(paths)))
+    now = {"model": "", "last": time.monotonic()}
 
     def started(i: int, n: int, path: Path) -> None:
-        click.echo(f"[{i:>{width}}/{n}] {path.stem} ... ", err=True, nl=False)
+        now.update(model=f"[{i:>{width}}/{n}] {path.stem}", last=time.monotonic())
+
+    def progress(line: str) -> None:  # a long model says how far it is, every two seconds
+        if time.monotonic() - float(now["last"]) >= PROGRESS_SECONDS:
+            now["last"] = time.monotonic()
+            _progress(f"{now['model']} ... {line}")
 
     def done(i: int, n: int, r: GateResult) -> None:
         states = "" if r.states is None else f"{r.states:,} states, "
-        click.echo(f"{'ok' if r.ok else 'SURPRISE: ' + r.reason} ({states}{r.seconds:.2f} s)",
-                   err=True)
+        click.echo(f"{now['model']} ... {'ok' if r.ok else 'SURPRISE: ' + r.reason} "
+                   f"({states}{r.seconds:.2f} s)", err=True)
         if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
             click.echo(r.detail, err=True)
 
-    report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done)
+    report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress)
     if junit:
         write_junit(report, junit)
     if as_json:
@@ -773,6 +832,7 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
 
 
 def _print_gate(report: GateReport, trace_dir: Path, junit: Path | None) -> None:
+    _progress.stop()
     console = Console(highlight=False, soft_wrap=True)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, 160)  # CI logs: a table, not a column of wraps

@@ -105,15 +105,17 @@ def collect_models(args: Sequence[str | os.PathLike], models_dir: Path) -> list[
 def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
              update_baselines: bool = False,
              on_start: Callable[[int, int, Path], None] | None = None,
-             on_done: Callable[[int, int, GateResult], None] | None = None) -> GateReport:
-    """Run every file in `paths`; `on_start`/`on_done` get (index, total, ...) for progress."""
+             on_done: Callable[[int, int, GateResult], None] | None = None,
+             progress: Callable[[str], None] | None = None) -> GateReport:
+    """Run every file in `paths`; `on_start`/`on_done` get (index, total, ...) for progress,
+    and `progress` the engine's own lines during a long model."""
     paths = list(paths)
     started = time.perf_counter()
     results = []
     for i, path in enumerate(paths, 1):
         if on_start:
             on_start(i, len(paths), path)
-        result = run_model(path, models_dir, trace_dir, update_baselines)
+        result = run_model(path, models_dir, trace_dir, update_baselines, progress)
         results.append(result)
         if on_done:
             on_done(i, len(paths), result)
@@ -121,12 +123,13 @@ def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
 
 
 def run_model(path: Path, models_dir: Path, trace_dir: Path,
-              update_baselines: bool = False) -> GateResult:
+              update_baselines: bool = False,
+              progress: Callable[[str], None] | None = None) -> GateResult:
     """One model file: load, build, check, compare; every failure becomes a surprise."""
     result = GateResult(path=path, name=path.stem)
     started = time.perf_counter()
     try:
-        _run(result, path, models_dir, trace_dir, update_baselines)
+        _run(result, path, models_dir, trace_dir, update_baselines, progress)
     except CheckerError as exc:
         _broken(result, str(exc))
     except Exception as exc:  # a spec module that crashes must not stop the gate
@@ -142,7 +145,7 @@ def _broken(result: GateResult, message: str) -> None:
 
 
 def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
-         update_baselines: bool) -> None:
+         update_baselines: bool, progress: Callable[[str], None] | None) -> None:
     model = load_model(path, models_dir)
     result.spec, result.expected = model.spec_name, model.expect_outcome
     result.baseline = model.expect_states
@@ -153,7 +156,8 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     from checker.traces.itf import write_counterexample
 
     checked = run(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
-                                      deadlock=model.engine["deadlock"], label=model.name))
+                                      deadlock=model.engine["deadlock"], label=model.name,
+                                      progress=progress))
     result.got, result.complete = checked.expectation, checked.complete
     result.states = checked.stats.get("distinct_states")
     result.diameter = checked.stats.get("diameter")

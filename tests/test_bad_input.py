@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.engines.explicit import successors
-from checker.lang import spec as spec_module
+from checker import progress as progress_module
 from tests.model_folders import one_error_line, run_cli
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
@@ -95,8 +94,7 @@ def test_simulate_stopped_by_its_timeout_is_inconclusive():
 def test_a_big_machine_reports_progress_while_it_is_built_and_compiled(monkeypatch):
     """Tracing and compiling thousands of action instances takes a while: both say how
     far they are (here at every step, instead of every two seconds)."""
-    monkeypatch.setattr(spec_module, "PROGRESS_SECONDS", 0.0)
-    monkeypatch.setattr(successors, "PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(progress_module, "PROGRESS_SECONDS", 0.0)
     result = ctmc("check", "tracker_small", "--set", "max_ts=300", "--max-depth", "1")
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()

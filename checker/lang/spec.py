@@ -27,7 +27,6 @@ import itertools
 import math
 import os
 import sys
-import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -46,8 +45,8 @@ from checker.lang.machine import (
     param_text,
 )
 from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
+from checker.progress import Ticker
 
-PROGRESS_SECONDS = 2.0
 MAX_INSTANCES = 1_000_000  # per action: tracing one takes about a millisecond
 
 _CHECKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -452,7 +451,7 @@ class ModelBuilder:
                  progress: Callable[[str], None] | None = None):
         self.spec = spec
         self.params = params
-        self.progress = progress  # told how far tracing is, every PROGRESS_SECONDS
+        self.progress = progress  # told how far tracing is, every couple of seconds
         self._vars: dict[str, _VarDecl] = {}
         self._slots: list[Slot] = []
         self._actions: list[tuple[str, Callable, dict[str, Iterable]]] = []
@@ -585,15 +584,12 @@ class ModelBuilder:
         E.NAMER[0] = namer
         actions: list[ActionInstance] = []
         total = sum(instance_count(domains) for _, _, domains in self._actions)
-        traced = 0
-        last_report = time.monotonic()
+        ticker = Ticker(self.progress, lambda traced: (
+            f"building {self.spec.name}: {traced:,} of {total:,} action instances traced "
+            f"({100 * traced / total:.0f}%)"))
         for name, fn, domains in self._actions:
             for combo in _instances(domains, f"action {name}"):
-                traced += 1
-                if self.progress and time.monotonic() - last_report >= PROGRESS_SECONDS:
-                    last_report = time.monotonic()
-                    self.progress(f"building {self.spec.name}: {traced:,} of {total:,} action "
-                                  f"instances traced ({100 * traced / total:.0f}%)")
+                ticker.tick()
                 label = f"{name}({', '.join(f'{k}={param_text(v)}' for k, v in combo.items())})"
                 base = self._base_exprs()
                 trace, exprs = self._trace(label, fn, list(base), combo)

@@ -18,7 +18,6 @@ smallest action id. Engines pick counterexamples by the same rule.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr
 from checker.lang.machine import ActionInstance, Machine
 from checker.packing import U64, Layout
+from checker.progress import Ticker
 
 
 @dataclass
@@ -56,9 +56,6 @@ class Expansion:
     guard_error: int | None = None  # smallest parent lane whose guard read out of range
 
 
-PROGRESS_SECONDS = 2.0
-
-
 class Kernel:
     """A Machine compiled for batches of packed states."""
 
@@ -71,7 +68,7 @@ class Kernel:
         guards = [a.guard for a in machine.actions]
         guard_defs = [E.defined(g) for g in guards]
         self._guard_def_idx = [i for i, d in enumerate(guard_defs) if not d.is_const]
-        ticker = _Ticker(progress, lambda k: f"compiling {machine.spec_name} for NumPy: {k:,} "
+        ticker = Ticker(progress, lambda k: f"compiling {machine.spec_name} for NumPy: {k:,} "
                                             f"of {2 * len(machine.actions):,} steps")
         programs_roots = []
         for a in machine.actions:
@@ -276,18 +273,3 @@ class Kernel:
         for w in range(layout.n_words):
             succ_words[w].append(new_words[w])
         gens.append(gen)
-
-
-class _Ticker:
-    """Calls `progress(describe(count))` at most every PROGRESS_SECONDS as work is counted."""
-
-    def __init__(self, progress: Callable[[str], None] | None, describe: Callable[[int], str]):
-        self.progress, self.describe = progress, describe
-        self.count = 0
-        self.last = time.monotonic()
-
-    def tick(self) -> None:
-        self.count += 1
-        if self.progress is not None and time.monotonic() - self.last >= PROGRESS_SECONDS:
-            self.last = time.monotonic()
-            self.progress(self.describe(self.count))

@@ -47,6 +47,7 @@ from checker.engines.spark.levels import (
 from checker.engines.spark.session import no_pandas_warning
 from checker.errors import CheckerError
 from checker.lang.machine import LivenessProperty
+from checker.progress import Heartbeat
 
 if TYPE_CHECKING:
     from checker.engines.spark.search import _Run
@@ -131,7 +132,7 @@ def check_liveness(run: _Run, result: CheckResult) -> CheckResult:
     parent_action = states.column("action").to_numpy()[order].astype(np.int64)
     _say(run, f"liveness: recomputing the transitions of {len(fp):,} states in executors")
     frontier = levels.select(*columns)
-    with no_pandas_warning():
+    with no_pandas_warning(), Heartbeat(run.options.progress, "liveness: transitions"):
         edges = frontier.mapInArrow(partial(edges_partition, task),
                                     "src long, action int, dst long, goal long").toArrow()
     src = number.of(unsigned(edges, "src"), "source")
@@ -142,7 +143,7 @@ def check_liveness(run: _Run, result: CheckResult) -> CheckResult:
                        run.init_states)
     step_goal = edges.column("goal").to_numpy()[by]
     _say(run, f"liveness: labelling states; {len(src):,} transitions")
-    with no_pandas_warning():
+    with no_pandas_warning(), Heartbeat(run.options.progress, "liveness: labels"):
         labels = frontier.mapInArrow(partial(labels_partition, task),
                                      "fp long, trigger long, goal long").toArrow()
     at = number.of(unsigned(labels, "fp"), "labelled")

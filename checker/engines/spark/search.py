@@ -67,6 +67,7 @@ from checker.engines.spark.session import check_master, no_pandas_warning, spark
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64, Layout
+from checker.progress import Heartbeat
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "spark-2"
@@ -324,7 +325,8 @@ def _expand_level(run: _Run) -> _Level:
     task = LevelTask(run.ref, run.depth, run.options.deadlock, accumulator,
                      run.options.batch_size, run.options.dedup_budget)
     try:
-        level_frame(run, task).write.insertInto(run.table)
+        with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
+            level_frame(run, task).write.insertInto(run.table)
     except (Py4JError, PySparkException) as exc:
         cause = " ".join(str(exc).split())[:400]
         raise CheckerError(f"the Spark job building level {run.depth + 1} failed ({cause}); "
@@ -355,6 +357,18 @@ def _expand_level(run: _Run) -> _Level:
         raise CheckerError(f"internal error: level {run.depth + 1} reported "
                            f"{steps['dedupe']} of {run.run_dir.partitions} partitions")
     return _Level(expand, dedupe, time.perf_counter() - started)
+
+
+def _stages(run: _Run, level: int) -> str:
+    """What the Spark job building `level` is doing: its active stages and their tasks."""
+    tracker = run.spark.sparkContext.statusTracker()
+    parts = []
+    for stage in sorted(tracker.getActiveStageIds()):
+        info = tracker.getStageInfo(stage)
+        if info is not None:
+            parts.append(f"stage {stage} ({info.name.split(' at ')[0]}): "
+                         f"{info.numCompletedTasks}/{info.numTasks} tasks")
+    return f"level {level:>3} | " + ("; ".join(parts) or "scheduling")
 
 
 def _smallest(a: Any, b: Any) -> Any:

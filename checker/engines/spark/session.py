@@ -11,6 +11,7 @@ import contextlib
 import os
 import re
 import socket
+import struct
 import sys
 import tempfile
 import warnings
@@ -22,6 +23,7 @@ from pyspark.sql import SparkSession
 from checker.engines.spark.options import DEFAULT_MASTER
 from checker.errors import CheckerError
 
+PROBE_SECONDS = 3.0  # per step of the master probe: connecting, then the answer
 _LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]")
 
 
@@ -41,10 +43,10 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
         "spark.ui.showConsoleProgress": "false",  # progress is ours, one line per level
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "ctmc-spark-warehouse"),
     }
-    if _LOCAL_MASTER.fullmatch(master):  # executors run here: this interpreter, quiet logs
+    # Spark's own logs (Java stack traces included) stay off the terminal unless debugging
+    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_log_config()}"
+    if _LOCAL_MASTER.fullmatch(master):  # executors run here: this interpreter
         settings["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON", sys.executable)
-        settings["spark.driver.extraJavaOptions"] = \
-            f"-Dlog4j2.configurationFile={_log_config()}"
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
     builder = SparkSession.builder.master(master).appName("ctmc")
@@ -54,14 +56,24 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
         with no_pandas_warning():
             spark = builder.getOrCreate()
     except Exception as exc:  # no Java, a refused master, ...: py4j and pyspark errors
-        message = " ".join(str(exc).split())
-        raise CheckerError(f"cannot start Spark on {master}: {message}") from None
-    spark.sparkContext.setLogLevel("ERROR")
+        raise CheckerError(f"cannot start Spark on {master}: {first_line(exc)}") from None
+    spark.sparkContext.setLogLevel("ERROR" if _debugging() else "OFF")
     return spark
 
 
+def first_line(exc: BaseException) -> str:
+    """An exception from the JVM in one line: its first line, without the Java stack
+    trace (which CTMC_DEBUG=1 shows)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__
+
+
+def _debugging() -> bool:
+    return os.environ.get("CTMC_DEBUG", "0") not in ("", "0")
+
+
 _LOG4J2 = """\
-rootLogger.level = error
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = stderr
 appender.console.type = Console
 appender.console.name = stderr
@@ -72,10 +84,13 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 
 def _log_config() -> str:
-    """A log4j2 file keeping Spark's driver to errors: the progress lines stay readable."""
-    path = Path(tempfile.gettempdir()) / "ctmc-spark-log4j2.properties"
-    if not path.exists() or path.read_text() != _LOG4J2:
-        path.write_text(_LOG4J2)
+    """A log4j2 file keeping Spark's driver quiet (errors only with CTMC_DEBUG=1): the
+    progress lines stay readable and Java stack traces stay off the terminal."""
+    level = "error" if _debugging() else "off"
+    path = Path(tempfile.gettempdir()) / f"ctmc-spark-log4j2-{level}.properties"
+    text = _LOG4J2.replace("{level}", level)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return path.as_uri()
 
 
@@ -89,6 +104,8 @@ def no_pandas_warning() -> Iterator[None]:
 
 
 def check_master(master: str) -> None:
+    """Refuse, within seconds, a master URL that is malformed or does not answer as a
+    Spark master (a closed port, an unroutable host, a web UI or any other service)."""
     if _LOCAL_MASTER.fullmatch(master) or master == "yarn" or master.startswith("k8s://"):
         return
     if not master.startswith("spark://"):
@@ -99,9 +116,42 @@ def check_master(master: str) -> None:
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise CheckerError(f"malformed Spark master {master!r}: expected spark://HOST:PORT")
-        try:
-            socket.create_connection((host, int(port)), timeout=5).close()
+        problem = _probe(host, int(port))
+        if problem is None:
             return
-        except OSError as exc:
-            errors.append(f"{address}: {exc.strerror or exc}")
-    raise CheckerError(f"cannot reach Spark master {master} ({'; '.join(errors)})")
+        errors.append(f"{address}: {problem}")
+    raise CheckerError(f"{master} is not a Spark master that answers ({'; '.join(errors)})")
+
+
+_PROBE_ID = 0x63746D63  # "ctmc": the request id a Spark RPC server echoes back
+
+
+def _probe(host: str, port: int) -> str | None:
+    """None if (host, port) answers Spark's RPC protocol, else what it did instead.
+
+    The probe is one RPC request with a body no endpoint understands. A Spark RPC
+    server answers every request, so it answers with an RpcFailure frame (type 5)
+    carrying our request id; an HTTP server answers `HTTP/1.1 400`, and others say
+    nothing or hang up. A master logs the failed request, nothing more."""
+    body = b"ctmc: is this a Spark master?"
+    frame = struct.pack(">qbqi", 8 + 1 + 8 + 4 + len(body), 3, _PROBE_ID, len(body)) + body
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS) as conn:
+            conn.settimeout(PROBE_SECONDS)
+            conn.sendall(frame)
+            answer = b""
+            while len(answer) < 17:
+                chunk = conn.recv(64)
+                if not chunk:
+                    break
+                answer += chunk
+    except TimeoutError:
+        return f"no answer within {PROBE_SECONDS:g} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if answer.startswith(b"HTTP/"):
+        return "it answers HTTP (a web UI or REST port?); a master's RPC port is usually 7077"
+    if len(answer) >= 17 and answer[8] in (4, 5) and \
+            struct.unpack(">q", answer[9:17])[0] == _PROBE_ID:
+        return None
+    return "it does not answer Spark's RPC protocol" if answer else "it closed the connection"

@@ -24,6 +24,7 @@ from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.options import BmcOptions
 from checker.engines.symbolic.unroll import Bad, DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
+from checker.progress import Heartbeat
 
 ENGINE = "bmc"
 
@@ -57,13 +58,14 @@ def bmc(machine: Machine, options: BmcOptions) -> CheckResult:
         t0 = time.perf_counter()
         solver.push()
         solver.add(z3.Not(ok))
-        answer = solver.check()
+        with Heartbeat(options.progress, f"depth {k:>3} | solving"):
+            answer = solver.check()
         seconds = time.perf_counter() - t0
         per_depth.append({"depth": k, "seconds": round(seconds, 3), "result": str(answer)})
         if options.progress:
             options.progress(f"depth {k:>3} | {seconds:8.2f} s | {answer}")
         if answer == z3.sat:
-            model = u.canonical(solver, k)
+            model = u.canonical(solver, k, options.progress)
             return _counterexample(u, model, k, options.deadlock, per_depth, started)
         if answer == z3.unknown:
             return _unknown(per_depth, started, f"solver answered unknown at depth {k} "

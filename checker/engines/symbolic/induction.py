@@ -33,6 +33,7 @@ from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
 from checker.lang.machine import Machine
+from checker.progress import Heartbeat, Progress
 from checker.traces.trace import Trace
 
 ENGINE = "prove"
@@ -75,19 +76,22 @@ def prove(machine: Machine, options: ProveOptions) -> ProofResult:
             return ProofResult(UNKNOWN, k, "timeout before the inductive step", stats=stats)
         step.solver.set("timeout", max(1, int(left * 1000)))
     t0 = time.perf_counter()
-    answer = step.check(step.whole_goal())
+    with Heartbeat(options.progress, f"inductive step (k={k}) | solving"):
+        answer = step.check(step.whole_goal())
     stats["step_seconds"] = round(time.perf_counter() - t0, 3)
     say(f"inductive step (k={k}) | {stats['step_seconds']:8.2f} s | {answer}")
     if answer == z3.unknown:
         return ProofResult(UNKNOWN, k, f"inductive step: solver answered unknown "
                                        f"({step.solver.reason_unknown()})", stats=stats)
     if answer == z3.sat:
-        violation = step.cti()
+        violation = step.cti(options.progress)
         stats["seconds"] = round(time.perf_counter() - started, 3)
         return ProofResult(NOT_INDUCTIVE, k, violation.message, violation, stats=stats)
     t0 = time.perf_counter()
-    used = step.needed_lemmas()
+    with Heartbeat(options.progress, "unsat core: which lemmas the proof needs") as beat:
+        used = step.needed_lemmas(beat)
     stats["core_seconds"] = round(time.perf_counter() - t0, 3)
+    say(f"unsat core | {stats['core_seconds']:8.2f} s | {len(used or [])} lemmas needed")
     stats["seconds"] = round(time.perf_counter() - started, 3)
     if used is None:
         return ProofResult(UNKNOWN, k, "unsat core: solver answered unknown", stats=stats)
@@ -138,12 +142,15 @@ class _Step:
             self.solver.pop()
         return answer
 
-    def needed_lemmas(self) -> list[str] | None:
+    def needed_lemmas(self, beat: Heartbeat | None = None) -> list[str] | None:
         """Lemmas the proof needs: the closure of unsat cores from the invariants' goal."""
         by_lit = {str(lit): name for name, lit in self.lits.items()}
         needed: set[str] = set()
         queue: list[z3.BoolRef] = [self.invariants_goal()]
         while queue:
+            if beat is not None:
+                beat.set(f"unsat core: {len(needed)} lemmas needed so far, {len(queue)} goals "
+                         "to check")
             answer = self.check(queue.pop())
             if answer != z3.unsat:
                 return None
@@ -154,11 +161,11 @@ class _Step:
                     queue.append(self.lemma_goal(name))
         return [p.name for p in self.machine.lemmas if p.name in needed]
 
-    def cti(self) -> Violation:
+    def cti(self, progress: Progress | None = None) -> Violation:
         """The least counterexample to induction (`Unrolling.canonical_from_any`), as a
         checked trace: the same one however the process got here."""
         u, k = self.u, self.k
-        model = u.canonical_from_any(self.solver, k, list(self.lits.values()))
+        model = u.canonical_from_any(self.solver, k, list(self.lits.values()), progress)
         states = u.decode(model, k)
         actions = u.actions_between(states)
         bad = u.classify(states, self.deadlock)

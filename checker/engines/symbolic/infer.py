@@ -41,6 +41,7 @@ from checker.errors import CheckerError, EvalError
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, INT, EnumType, Expr
 from checker.lang.machine import Machine, Property, Slot
+from checker.progress import Heartbeat, Progress, Ticker
 
 GROUP = 64  # candidates compiled and evaluated together (bounds memory per level)
 
@@ -70,7 +71,9 @@ class InferResult:
     states: int  # reachable states the candidates were tested on
     sampled: bool  # True if the states came from random walks, not every reachable one
     proves: bool  # the invariants are inductive together with the survivors
-    needed: list[str] = field(default_factory=list)  # lemma names the proof used
+    needed: list[Candidate] = field(default_factory=list)  # a minimal set the proof needs
+    others: list[Candidate] = field(default_factory=list)  # survivors it does not need
+    implied: int = 0  # survivors dropped because the others (and the invariants) imply them
     dropped_invariants: list[str] = field(default_factory=list)
     houdini_rounds: int = 0
     spec_lemmas_used: list[str] = field(default_factory=list)  # with spec_lemmas
@@ -194,13 +197,16 @@ def reachable_candidates(machine: Machine, options: InferOptions) -> Reachable:
 
     sampled = False
     try:
-        result = check(machine, BfsOptions(deadlock=False, on_level=on_level))
+        result = check(machine, BfsOptions(deadlock=False, on_level=on_level,
+                                           progress=options.progress))
         if result.violation is not None:
             raise CheckerError(f"infer: the model violates {result.violation.name} "
                                f"(see `ctmc check`); lemmas are inferred for models that hold")
     except _TooBig:
         sampled = True
         filt = _Filter(machine, cands)
+        say(f"more than {options.max_states:,} reachable states: {options.walks:,} random "
+            "walks instead")
         filt.see_rows(_walk_states(machine, options))
     say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
         f"{'sampled' if sampled else 'reachable'} states")
@@ -219,7 +225,9 @@ def _walk_states(machine: Machine, options: InferOptions) -> np.ndarray:
     scalar = ScalarMachine(machine)
     inits = [s for s in machine.init_states if scalar.within_constraints(s)]
     seen: dict[tuple[int, ...], None] = {}
+    ticker = Ticker(options.progress, lambda n: f"random walks: {n:,} of {options.walks:,}")
     for _ in range(options.walks):
+        ticker.tick()
         state = rng.choice(inits)
         seen.setdefault(state, None)
         for _ in range(options.walk_steps):
@@ -270,7 +278,8 @@ def houdini(machine: Machine, props: list[Property], timeout: float | None,
                       z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
         solver.push()
         solver.add(z3.Not(goal))
-        answer = solver.check(*[lits[n] for n in alive if n in lits])
+        with Heartbeat(progress, f"houdini round {rounds:>3} | solving, {len(alive):,} alive"):
+            answer = solver.check(*[lits[n] for n in alive if n in lits])
         if answer == z3.unknown:
             raise CheckerError(f"infer: the solver gave up during Houdini "
                                f"({solver.reason_unknown()})")
@@ -332,12 +341,14 @@ class _Concrete:
 # --- the whole pipeline ---------------------------------------------------------------
 
 def infer(machine: Machine, options: InferOptions) -> InferResult:
-    """Candidates -> reachable-state filter -> Houdini -> the lemmas a proof needs."""
+    """Candidates -> reachable-state filter -> Houdini -> drop what the others imply ->
+    the minimal set a proof needs, and the rest."""
     refuse_unchecked(machine, "infer")
     started = time.perf_counter()
     say = options.progress or (lambda line: None)
+    prove_options = ProveOptions(k=1, timeout=options.timeout, progress=options.progress)
     if options.spec_lemmas and machine.lemmas:
-        enough = prove(machine, ProveOptions(k=1, timeout=options.timeout))
+        enough = prove(machine, prove_options)
         if enough.outcome == PROVED:  # nothing is missing: no search needed
             say("the spec's lemmas already prove every invariant")
             return InferResult(0, 0, [], 0, False, proves=True,
@@ -354,28 +365,83 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
     own_alive = [p for p in own if p.name in alive]
     dropped = [n for n in [p.name for p in machine.invariants + machine.step_invariants]
                + [NO_ERROR] if n not in alive]
-    out = InferResult(found.total, len(kept), [c for _, c in survivors], found.states,
+    independent = drop_implied(machine, survivors, own_alive, options.progress)
+    out = InferResult(found.total, len(kept), [c for _, c in independent], found.states,
                       found.sampled, proves=False, dropped_invariants=dropped,
-                      houdini_rounds=rounds,
+                      houdini_rounds=rounds, implied=len(survivors) - len(independent),
                       spec_lemmas_dropped=[p.name for p in own if p.name not in alive])
     if not dropped:
-        with_lemmas = dataclasses.replace(machine, lemmas=own_alive + [p for p, _ in survivors])
-        proof = prove(with_lemmas, ProveOptions(k=1, timeout=options.timeout))
+        lemmas = own_alive + [p for p, _ in independent]
+        proof = prove(dataclasses.replace(machine, lemmas=lemmas), prove_options)
         out.proves = proof.outcome == PROVED
-        out.needed = proof.lemmas_used
-        out.spec_lemmas_used = [p.name for p in own_alive if p.name in proof.lemmas_used]
-    names = {p.name: c for p, c in survivors}
-    if out.proves:
-        out.survivors = [names[n] for n in out.needed if n in names]
+        if out.proves:
+            needed = minimal_proof(machine, lemmas, proof.lemmas_used, prove_options)
+            out.spec_lemmas_used = [p.name for p in own_alive if p.name in needed]
+            out.needed = [c for p, c in independent if p.name in needed]
+            out.others = [c for p, c in independent if p.name not in needed]
     out.stats = {"houdini_seconds": round(houdini_seconds, 3),
                  "seconds": round(time.perf_counter() - started, 3)}
     return out
 
 
-def as_source(cands: list[Candidate], prefix: str = "Inferred") -> str:
-    """Lemmas as spec source to paste into a build function (`m` is the builder)."""
+def drop_implied(machine: Machine, cands: list[tuple[Property, Candidate]],
+                 facts: list[Property], progress: Progress | None
+                 ) -> list[tuple[Property, Candidate]]:
+    """`cands` without those the others imply, with the invariants and `facts`, in every
+    explored state (Z3 decides). Weaker forms are tried first (implications and
+    inequalities before equalities), so `x == y` stays and `x <= y` goes."""
+    if not cands:
+        return []
+    u = Unrolling(machine)
+    solver = new_solver()
+    solver.add(u.enc.domain(u.state(0)), u.explored(0))
+    for p in machine.invariants + facts:
+        solver.add(u.prop_holds(p, 0))
+    holds = {p.name: z3.Bool(f"holds:{p.name}") for p, _ in cands}
+    fails = {p.name: z3.Bool(f"fails:{p.name}") for p, _ in cands}
+    for p, _ in cands:
+        term = u.prop_holds(p, 0)
+        solver.add(z3.Implies(holds[p.name], term), z3.Implies(fails[p.name], z3.Not(term)))
+    alive = {p.name for p, _ in cands}
+    ticker = Ticker(progress, lambda n: f"dropping implied lemmas: {n:,} of {len(cands):,} "
+                                        f"tried, {len(alive):,} left")
+    for p, _ in sorted(cands, key=lambda pc: (_strength(pc[1].source), pc[1].source)):
+        ticker.tick()
+        others = [holds[n] for n in alive if n != p.name]
+        if solver.check(*others, fails[p.name]) == z3.unsat:  # the others imply it
+            alive.discard(p.name)
+    return [(p, c) for p, c in cands if p.name in alive]
+
+
+def _strength(source: str) -> int:
+    """0 for an implication, 1 for an inequality, 2 for an equality: weaker goes first."""
+    if source.startswith("Implies("):
+        return 0
+    return 2 if " == " in source else 1
+
+
+def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
+                  options: ProveOptions) -> list[str]:
+    """A minimal subset of `core` (lemmas an inductive proof used) that still proves the
+    invariants: each one left is needed, given the others (deletion, in core order)."""
+    needed = list(core)
+    say = options.progress or (lambda line: None)
+    by_name = {p.name: p for p in lemmas}
+    for name in list(needed):
+        trial = [by_name[n] for n in needed if n != name]
+        quiet = dataclasses.replace(options, progress=None)
+        if prove(dataclasses.replace(machine, lemmas=trial), quiet).outcome == PROVED:
+            needed.remove(name)
+        say(f"minimising the proof: {len(needed):,} lemmas needed "
+            f"({core.index(name) + 1} of {len(core)} tried)")
+    return needed
+
+
+def as_source(cands: list[Candidate], prefix: str = "Inferred", first: int = 0) -> str:
+    """Lemmas as spec source to paste into a build function (`m` is the builder),
+    numbered from `first`."""
     blocks = []
-    for i, c in enumerate(cands):
+    for i, c in enumerate(cands, first):
         blocks.append(f"@m.lemma\ndef {prefix}{i}(s):  # noqa: N802\n"
                       f"    \"\"\"Inferred by ctmc infer.\"\"\"\n    return {c.source}\n")
     return "\n".join(blocks)

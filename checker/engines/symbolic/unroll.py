@@ -36,6 +36,7 @@ from checker.errors import EvalError
 from checker.lang import expr as E
 from checker.lang.expr import BOOL
 from checker.lang.machine import ActionInstance, Machine, Property
+from checker.progress import Heartbeat, Progress
 
 SEED = 0  # Z3's random seeds: the same model gives the same counterexample
 
@@ -106,16 +107,18 @@ class Unrolling:
         actions = self.machine.actions[:None if upto is None else upto + 1]
         return z3.Or([self.enc.transition(a, before, after) for a in actions])
 
-    def canonical(self, solver: z3.Solver, k: int) -> z3.ModelRef:
+    def canonical(self, solver: z3.Solver, k: int,
+                  progress: Progress | None = None) -> z3.ModelRef:
         """Of the paths of length k the solver admits (it must answer sat), the one with
         the smallest (initial state, action ids) in lexicographic order. Z3's own choice
         depends on everything the process asked it before; this one does not, and a
         path is fixed by its initial state and actions. Binary search per position."""
         choices = [(lambda upto: self.init(0, upto), 0, self.n_inits() - 1)]
-        return self._least(solver, choices + self._action_choices(k))
+        return self._least(solver, choices + self._action_choices(k), progress=progress)
 
     def canonical_from_any(self, solver: z3.Solver, k: int,
-                           assumptions: Sequence[z3.BoolRef] = ()) -> z3.ModelRef:
+                           assumptions: Sequence[z3.BoolRef] = (),
+                           progress: Progress | None = None) -> z3.ModelRef:
         """Like `canonical` for paths that may start anywhere (counterexamples to
         induction): the smallest first state, slot by slot in declaration order, then
         the smallest action ids. Small values also make the state easier to read.
@@ -123,7 +126,7 @@ class Unrolling:
         first = self.state(0)
         choices = [((lambda upto, v=v: self._at_most(v, upto)), slot.lo, slot.hi)
                    for v, slot in zip(first, self.machine.slots, strict=True)]
-        return self._least(solver, choices + self._action_choices(k), assumptions)
+        return self._least(solver, choices + self._action_choices(k), assumptions, progress)
 
     def _action_choices(self, k: int) -> list[tuple[Callable[[int], z3.BoolRef], int, int]]:
         n = len(self.machine.actions)
@@ -136,31 +139,34 @@ class Unrolling:
 
     @staticmethod
     def _least(solver: z3.Solver, choices: list[tuple[Callable[[int], z3.BoolRef], int, int]],
-               assumptions: Sequence[z3.BoolRef] = ()) -> z3.ModelRef:
+               assumptions: Sequence[z3.BoolRef] = (),
+               progress: Progress | None = None) -> z3.ModelRef:
         """Fix each choice in turn to the least value `c` for which `constrain(c)` (a
         monotone "at most c") is still satisfiable, by binary search on [lo, hi]. A
         violation exists once we get here, so the search runs without the caller's
         timeout: an `unknown` taken for `unsat` would make the choice wrong."""
         solver.set("timeout", NO_TIMEOUT)
         solver.push()
-        for constrain, lo, hi in choices:
-            first = lo
-            while lo < hi:
-                mid = (lo + hi) // 2
-                solver.push()
-                solver.add(constrain(mid))
-                answer = solver.check(*assumptions)
-                solver.pop()
-                if answer == z3.unknown:
-                    raise DecodeError(f"the solver gave up while choosing the canonical "
-                                      f"path ({solver.reason_unknown()})")
-                if answer == z3.sat:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo > first
-                       else z3.BoolVal(True))
-        answer = solver.check(*assumptions)
+        with Heartbeat(progress, "choosing the least trace") as beat:
+            for number, (constrain, lo, hi) in enumerate(choices, 1):
+                beat.set(f"choosing the least trace: choice {number} of {len(choices)}")
+                first = lo
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    solver.push()
+                    solver.add(constrain(mid))
+                    answer = solver.check(*assumptions)
+                    solver.pop()
+                    if answer == z3.unknown:
+                        raise DecodeError(f"the solver gave up while choosing the canonical "
+                                          f"path ({solver.reason_unknown()})")
+                    if answer == z3.sat:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo > first
+                           else z3.BoolVal(True))
+            answer = solver.check(*assumptions)
         model = solver.model() if answer == z3.sat else None
         solver.pop()
         if model is None:
