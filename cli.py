@@ -802,19 +802,20 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
 
     paths = collect_models(targets, models_dir)
     width = len(str(len(paths)))
-    now = {"model": "", "last": time.monotonic()}
+    model = [""]  # the model being run, as its progress lines name it
+    last = [time.monotonic()]
 
     def started(i: int, n: int, path: Path) -> None:
-        now.update(model=f"[{i:>{width}}/{n}] {path.stem}", last=time.monotonic())
+        model[0], last[0] = f"[{i:>{width}}/{n}] {path.stem}", time.monotonic()
 
     def progress(line: str) -> None:  # a long model says how far it is, every two seconds
-        if time.monotonic() - float(now["last"]) >= PROGRESS_SECONDS:
-            now["last"] = time.monotonic()
-            _progress(f"{now['model']} ... {line}")
+        if time.monotonic() - last[0] >= PROGRESS_SECONDS:
+            last[0] = time.monotonic()
+            _progress(f"{model[0]} ... {line}")
 
     def done(i: int, n: int, r: GateResult) -> None:
         states = "" if r.states is None else f"{r.states:,} states, "
-        click.echo(f"{now['model']} ... {'ok' if r.ok else 'SURPRISE: ' + r.reason} "
+        click.echo(f"{model[0]} ... {'ok' if r.ok else 'SURPRISE: ' + r.reason} "
                    f"({states}{r.seconds:.2f} s)", err=True)
         if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
             click.echo(r.detail, err=True)
