@@ -4,7 +4,7 @@ Source: the Log-Driven Closed Timestamps RFC (2020, PR #56675), sections "Theore
 considerations", "Analysis", "How the tracker will work", "Rules for maintaining the
 buckets", "Rules for assigning a proposal's closed ts" and the diagrams that follow.
 This is the RFC's design, keyed by *target* timestamps (now - target), not the
-lock-free tracker CockroachDB later shipped (see closedts-ground-truth.md §1.5 and §D).
+lock-free tracker CockroachDB later shipped (see docs/closedts-reference.md §1.5 and §D).
 
 Model
 -----
@@ -54,7 +54,7 @@ Readings of the RFC
   text. Both readings are safe; the diagram's carries a lower closed ts.
 * Rule 2 needs cur's ts to be set ("otherwise we would have been in case 1"), so a
   *cur* holding requests but no ts (reachable only under ResetCurOnPrevExit) falls to
-  rule 1, as in the ground truth's M11 scenario. With the correct rules, rule 2 is
+  rule 1, as in the reference's M11 scenario. With the correct rules, rule 2 is
   never used: a request that finds prev empty moves cur into prev, so whenever prev
   is empty cur is empty too.
 * A proposal carries exactly what the three rules give; nothing forwards it to the
@@ -457,7 +457,7 @@ def _build(m, p):
     def TrackedAboveClosed(s):  # noqa: N802
         """Every request still evaluating or buffered writes strictly above the range's
         closed ts (RFC "Theoretical considerations": once a timestamp is closed, "any
-        write at a lower timestamp needs to be bumped"; ground truth A7/A8(c))."""
+        write at a lower timestamp needs to be bumped"; reference A7/A8(c))."""
         return ForAll(range(n), lambda r: Implies(rules.tracked(s, r), s.wts[r] > s.closed))
 
     rules.add_invariants(m)

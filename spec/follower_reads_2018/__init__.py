@@ -1,8 +1,9 @@
 """The 2018 design: follower reads from store-wide closed-timestamp updates.
 
-Source: `seeds/follower_reads_rfc.md` ("Reference-level explanation" through
+Source: the "Follower Reads" RFC (2018) ("Reference-level explanation" through
 "Splits/Merges", and "Further work"), with the receiver made precise by
-`closedts-ground-truth.md` §C. Components (see `spec/README.md` for the map from
+`docs/closedts-reference.md` §C; in this package, "reference", section numbers (§) and
+A-, M- and V-numbers refer to that file. Components (see `spec/README.md` for the map from
 RFC sections to components, invariants and models):
 
 - `mpt.py`        the min proposal tracker of the origin store n1

@@ -1,4 +1,4 @@
-"""Liveness epochs and epoch-based leases (RFC "Implied guarantees"; ground truth
+"""Liveness epochs and epoch-based leases (RFC "Implied guarantees"; reference
 §C.1, §C.4).
 
 n1's liveness record may lapse (`expire`); n1 may then heartbeat again in its epoch,

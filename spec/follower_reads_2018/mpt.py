@@ -1,5 +1,5 @@
 """The min proposal tracker (MPT) of the origin store (RFC "Constructing outgoing
-updates"; ground truth §1.6).
+updates"; reference §1.6).
 
 `closed` is the last closed timestamp, `next` (always above it) the prospective next
 one; new proposals are forced above `next`. Two sides, left (below `next`) and right

@@ -1,4 +1,4 @@
-"""Splits and merges in the 2018 design (RFC "Splits/Merges"; ground truth §5, V5, V6).
+"""Splits and merges in the 2018 design (RFC "Splits/Merges"; reference §5, V5, V6).
 
 Both reuse the log-driven vocabulary: the structural command is proposal `ctx.struct`
 of range r1, `span_changed[n]` says whether node n's r1 replica applied it, and the
@@ -12,7 +12,7 @@ replica serves just below the split's LAI (the LHS's closed state). Every update
 lets r1 serve at that LAI was sent before the split was released into the MPT, so
 before any r2 write. SplitInitAtSplitLAI computes it at the split's LAI instead, as
 `splitPostApply` does once the split applied: an update sent after r2 took writes can
-then set r2's start (ground truth §5.1, V6).
+then set r2's start (reference §5.1, V6).
 
 **Merge.** r2 (leaseholder n1, the origin) merges into r1 (leaseholder `init_holder`,
 another store whose closed ts is not modelled). `Subsume` freezes r2 and returns the

@@ -1,6 +1,6 @@
 """Closed timestamp updates: the origin's periodic close, the transport, and the
 receivers' per-origin state (RFC "Reference-level explanation", "Recovering from
-missed updates"; ground truth §C.1).
+missed updates"; reference §C.1).
 
 An update is `(epoch, closed ts, sequence number, MLAI delta)`. n1 closes
 periodically (`Close(now - target, epoch)`) while live, and sends each successful

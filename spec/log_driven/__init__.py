@@ -1,7 +1,8 @@
 """The 2020 design: log-driven closed timestamps, as a bounded state machine.
 
-Source: `seeds/log_driven_closed_timestamps_rfc.md`, with the implementation's
-choices from `closedts-ground-truth.md` as switches. The spec is assembled from
+Source: the "Log-Driven Closed Timestamps" RFC (2020), with the implementation's
+choices from `docs/closedts-reference.md` as switches; in this package, "reference",
+section numbers (§) and A-, M- and N-numbers refer to that file. The spec is assembled from
 components a reader can find by name (see `spec/README.md` for the map from RFC
 sections to components, invariants and models):
 
@@ -78,7 +79,7 @@ LOG_DRIVEN.param("split_key", 1, "the first key of r2 (keys are a, b, c: 0, 1, 2
 for _name, _doc in {
     "NoLAICheck": "M2. Application accepts a command whatever its LAI, so a reordered "
                   "command with a lower LAI and a lower closed ts applies after a higher one "
-                  "(ground truth §3.1 CheckForcedErr step 3).",
+                  "(reference §3.1 CheckForcedErr step 3).",
     "RejectedCommandKeepsClosed": "M3. A command rejected by the LAI check still sets the "
                                   "replica's closed ts; a rejected command must have no "
                                   "effect at all (§3.1 toCheckedCmd).",
@@ -93,7 +94,7 @@ for _name, _doc in {
     "ResetCurOnPrevExit": "M11 (rfc tracker). The last request out of prev resets cur's ts "
                           "instead of incrementing prev and cur.",
     "NoFloorOnTrack": "M12. A write is not forwarded above the assigned closed ts when it "
-                      "starts evaluating (§2.1 TrackEvaluatingRequest's minTS).",
+                      "starts evaluating (§2.2 TrackEvaluatingRequest's minTS).",
     "SideIgnoresAppliedLAI": "M14. A replica uses a side-transport closed ts for an LAI it has "
                              "not applied yet (RFC 'Side-transport': the update must wait).",
     "SideCloseWithInflight": "M15. The side transport closes a range with a proposal in flight "

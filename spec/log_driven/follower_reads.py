@@ -1,7 +1,7 @@
 """Follower reads, recorded as ghost observations, and the end-to-end guarantee.
 
 A replica serves a read at `t` only if `t` is at or below its closed ts (RFC
-"Design"; ground truth §3.3, A16) and it holds the key. The read records which
+"Design"; reference §3.3, A16) and it holds the key. The read records which
 writes its node held when it served the read (`raft.has`). NoStaleRead then
 says every accepted write at or below `t` on the read's key was seen, whenever
 and in whichever range it is accepted (A1).
@@ -52,7 +52,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def NoStaleRead(s):  # noqa: N802 - property names are CamelCase
         """Every accepted write at or below a follower read's timestamp on its key was
         observed by that read, whether accepted before or after it, in any range
-        (ground truth A1)."""
+        (reference A1)."""
         return ForAll([(i, w) for i in range(R) for w in range(W)], lambda iw: Implies(
             And(s.rdone[iw[0]], s.accepted[iw[1]], s.wkey[iw[1]] == s.rkey[iw[0]],
                 s.wts[iw[1]] <= s.rts[iw[0]]),

@@ -1,6 +1,6 @@
 """Leases: the initial lease of n1, lease requests, and lease transfers.
 
-A lease is a Raft command (ground truth §6, §2.5). A lease *request* is
+A lease is a Raft command (reference §6, §2.5). A lease *request* is
 non-cooperative: it starts after the previous lease expired, has no LAI, and
 applies if it builds on the previous lease (PrevLeaseProposal). In the
 implementation it carries no closed ts; the RFC let its start act as one

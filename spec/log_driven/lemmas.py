@@ -9,7 +9,7 @@ built, written so that it is preserved by every action given the others:
 
 - the buffer lists the buffered proposals, and LAIs are handed out once each, in
   flush order, with closed ts that never go down (RFC "Rules for assigning a
-  proposal's closed ts"; ground truth §2.4-2.5);
+  proposal's closed ts"; reference §2.4-2.5);
 - every closed ts carried is below every write flushed after it (the RFC's promise
   "all further applying commands perform writes at timestamps > ts1"), and below
   every write still tracked (A7);
@@ -104,7 +104,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         def BucketsWellFormed(s):  # noqa: N802
             """A bucket holding no tracked write is unset, and when both are set b1's
             ts is at most b2's: a write joining b2 is then above the lower bound, and
-            a drained b1 swapped for b2 keeps the bound sound (ground truth §1.2). A set bucket
+            a drained b1 swapped for b2 keeps the bound sound (reference §1.2). A set bucket
             holds a write's ts, so it is at least 1."""
             b1 = s.tb_first[G]
 
@@ -139,7 +139,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def AcceptedByLog(s):  # noqa: N802
         """A proposal is accepted exactly when it sits at a log position some replica
         has applied, with an LAI above every entry before it: the LAI check decides
-        the same everywhere (ground truth §3.1)."""
+        the same everywhere (reference §3.1)."""
         return ForAll(range(P), lambda w: s.accepted[w] == Exists(range(L), lambda i: And(
             i < s.loglen[G], at(s, i) == w, first_of_its_lai(s, i),
             Exists(range(N), lambda n: s.applied[G][n] > i))))

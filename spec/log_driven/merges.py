@@ -8,7 +8,7 @@ an r1 proposal, evaluated once every r2 replica has applied up to Subsume's LAI
 so r1's writes go on around it. When r1's leaseholder applies it, r1's
 timestamp cache over r2's keys is raised to r2's closed ts, and to the freeze
 time when it does not also hold r2's lease; the merged range keeps r1's closed
-ts (RFC "Splits and Merges"; ground truth §5.2 `MergeRange`).
+ts (RFC "Splits and Merges"; reference §5.2 `MergeRange`).
 
 Switch: MergeWithoutTimestampCacheBump skips the raise to r2's closed ts.
 """
@@ -70,7 +70,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     ctx.hooks["apply_struct"] = apply_merge
 
     def NoClaimWhileSubsumed(before, after):  # noqa: N802 - property names are CamelCase
-        """Once Subsume froze r2, nothing closes anything new for r2 (ground truth A15,
+        """Once Subsume froze r2, nothing closes anything new for r2 (reference A15,
         A8(b)): not the side transport, not a lease request."""
         return Implies(before.subsumed, after.claim_hi[1] <= before.claim_hi[1])
 

@@ -29,7 +29,7 @@ KEY_NAMES = "abcdefgh"
 
 
 def node_name(n: int) -> str:
-    """n0 in the state is n1 in prose, as in the RFC and the ground-truth scenarios."""
+    """n0 in the state is n1 in prose, as in the RFC and the reference's scenarios."""
     return f"n{n + 1}"
 
 

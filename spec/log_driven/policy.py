@@ -1,7 +1,7 @@
 """What a leaseholder may close: the policy's target and the lease's ceiling.
 
 LAG_BY_CLUSTER_SETTING closes `now - target`; LEAD_FOR_GLOBAL_READS closes
-`now + lead` (RFC "Flexibility"; ground truth §9 `target(pol, now)`), and a
+`now + lead` (RFC "Flexibility"; reference §9 `target(pol, now)`), and a
 range may flip between them. Either way nothing is closed at or above the
 lease's expiration (`ClosedTimestampUpperBound`, §6; A17).
 """

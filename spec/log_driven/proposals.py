@@ -4,7 +4,7 @@ A write evaluates at a timestamp forwarded above the leaseholder's assigned
 closed ts (its write floor), is tracked while evaluating, then waits in the
 proposal buffer. Flushing takes the buffer's head: it leaves the tracker, is
 given the next lease applied index (LAI) and a closed ts, and the floor moves
-up to that closed ts (RFC "Closing of timestamps"; ground truth §2.4-2.5).
+up to that closed ts (RFC "Closing of timestamps"; reference §2.4-2.5).
 Each range has its own buffer, tracker, assigned LAI and assigned closed ts.
 """
 
@@ -101,7 +101,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         s.buflen[g] = s.buflen[g] - 1
 
     def TrackedAboveFloor(s):  # noqa: N802 - property names are CamelCase
-        """Every tracked write is above its range leaseholder's write floor (ground truth
+        """Every tracked write is above its range leaseholder's write floor (reference
         A7: `assignedClosed < min trackedTs`)."""
         return ForAll([(g, q) for g in range(G) for q in range(W)], lambda gq: Implies(
             tracked_in(s, ctx, gq[1], gq[0]), s.wts[gq[1]] > s.assigned_closed[gq[0]]))
@@ -145,8 +145,8 @@ def holds_applied_lease(s: Any, ctx: Ctx, g: int) -> Any:
 def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
     """Range g's leaseholder may evaluate a request: its lease is the newest, applied,
     valid and not revoked, the range is not frozen by a merge, and no split holds the
-    range's latches (from its evaluation until it applies on the leaseholder; ground
-    truth §5.1)."""
+    range's latches (from its evaluation until it applies on the leaseholder;
+    reference §5.1)."""
     conds = []
     if ctx.lease_changes:
         conds += [holds_applied_lease(s, ctx, g), Not(s.revoked[g]),

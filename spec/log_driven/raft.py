@@ -2,7 +2,7 @@
 
 Flushed proposals reach their range's log in any order and possibly twice: the
 Raft leader need not be the leaseholder, and reproposals keep their LAI and
-closed ts (RFC "LAIs vs. Raft log indexes"; ground truth §2.4, §E). Each replica
+closed ts (RFC "LAIs vs. Raft log indexes"; reference §2.4, §E). Each replica
 applies the log at its own pace. A command applies only if its LAI is above the
 replica's applied LAI (`CheckForcedErr`, §3.1); a rejected command has no effect
 at all, its closed ts included (`toCheckedCmd`). An accepted command's closed ts
@@ -91,7 +91,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     def NoWriteBelowClaim(before, after):  # noqa: N802 - property names are CamelCase
         """A write accepted now is above every closed ts claimed for its key by commands
-        accepted before it: in its range, those with a lower LAI (ground truth A2; the
+        accepted before it: in its range, those with a lower LAI (reference A2; the
         code's `assertNoWriteBelowClosedTimestamp`); across a split, the old range's
         claims; across a merge, the right-hand side's claims for its keys (A2's per-key
         form)."""

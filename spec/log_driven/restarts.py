@@ -6,7 +6,7 @@ the next message on each new stream is a snapshot), and the sender's tracked
 set. Its durable state survives: the Raft log, what its replicas applied, and
 the leases. A lease n1 held before the restart is *proscribed*: it may not be
 used to serve or to close timestamps until n1 acquires a new one
-(`minLeaseProposedTS`; ground truth §6): `proscribed`. SideCloseUnderRevokedLease lets
+(`minLeaseProposedTS`; reference §6): `proscribed`. SideCloseUnderRevokedLease lets
 the side transport close under such a lease (bug #102407): with the transfer
 that revoked it forgotten by the restart, nothing else stops the close.
 """

@@ -1,6 +1,6 @@
 """The side transport: closed timestamps for inactive ranges, off the Raft log.
 
-Sender (n1; RFC "Side-transport for inactive ranges", ground truth §4.1,
+Sender (n1; RFC "Side-transport for inactive ranges", reference §4.1,
 §4.3): each `publish` tries to bump the closed ts of every range n1 leads to
 the target. A bump needs a valid lease with the target below its expiration,
 nothing in flight (flushed but not applied on n1), nothing evaluating at or

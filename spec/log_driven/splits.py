@@ -3,7 +3,7 @@
 The split is a command of r1 like any write (an EndTxn with a SplitTrigger): it
 is evaluated under latches that block every write to r1 until it applies on
 the leaseholder, goes through the proposal buffer, and carries the closed ts
-assigned at flush (ground truth §5.1). When a replica applies it, that node's
+assigned at flush (reference §5.1). When a replica applies it, that node's
 r2 replica is created with the closed ts the split command carried, forwarded
 to the r1 replica's own closed ts, and on the leaseholder r2's proposal buffer
 starts from it (RFC "Splits and Merges"; `splitPreApply`, `leasePostApplyLocked`).
@@ -66,7 +66,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     def SplitRHSAboveClaims(before, after):  # noqa: N802 - property names are CamelCase
         """A replica's r2 starts at or above every closed ts claimed on r1 before the
-        split (ground truth A14, A6)."""
+        split (reference A14, A6)."""
         return ForAll(range(N), lambda n: Implies(
             And(Not(before.span_changed[n]), after.span_changed[n]),
             after.closed[1][n] >= after.split_base))

@@ -1,6 +1,6 @@
 """The evaluation tracker on the leaseholder: three designs behind one interface.
 
-- `impl`: CockroachDB's lock-free tracker (ground truth §1.2): two buckets keyed
+- `impl`: CockroachDB's lock-free tracker (reference §1.2): two buckets keyed
   by the requests' write timestamps, a pointer to b1, and a lower bound read
   from b1 only; a drained b1 is reset and swapped with b2. A proposal's closed
   ts is `max(assigned, min(target, lowerBound - 1, leaseExpiration - 1))`,
@@ -147,8 +147,8 @@ class Tracker:
 
         def TrackerLowerBound(s):  # noqa: N802 - property names are CamelCase
             """Each lock-free tracker's lower bound (b1's ts) is set and at most every
-            tracked write ts, and each write's own bucket ts is at most its ts (ground
-            truth A12, the contract of `LowerBound`)."""
+            tracked write ts, and each write's own bucket ts is at most its ts (reference
+            A12, the contract of `LowerBound`)."""
             def sound(g: int, q: int) -> Any:
                 lb = s.tb_ts[g][s.tb_first[g]]
                 own = s.tb_ts[g][s.tok[q]]
