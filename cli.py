@@ -880,7 +880,7 @@ _SPEC_LISTS = ("invariants", "mutations", "params")
 @click.pass_obj
 def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
     """List specs and models (the default), or a spec's invariants, mutations or params."""
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False)  # wrapped at the terminal's width, never cut
     if what in _SPEC_LISTS:
         if not spec_ref:
             raise click.UsageError(f"list {what} needs --spec NAME")
@@ -908,26 +908,38 @@ def _list_specs(console: Console) -> None:
 
 
 def _list_models(console: Console, models_dir: Path) -> int:
-    """A row per model file; each broken file also gets its error line, and exit code 2."""
+    """A row per model file; each broken file also gets its error line, and exit code 2.
+    Narrower than a table fits (80 columns), each model is a name on its own line and
+    what it checks under it, so nothing is ever cut."""
     from checker.models import list_models, load_model
 
-    table = Table(title=escape(f"models in {models_dir}"), title_justify="left")
-    names = [p.stem for p in list_models(models_dir)]
-    for column in ("model", "spec", "expected", "description"):  # wrap, never cut, a name
-        table.add_column(column, style="bold" if column == "model" else None, overflow="fold",
-                         min_width=min(max(map(len, names), default=5), 28)
-                         if column == "model" else None)
-    errors = []
+    rows, errors = [], []
     for path in list_models(models_dir):
         try:
             m = load_model(path, models_dir)
         except CheckerError as exc:
-            _add_row(table, path.stem, "", "broken (see below)", "", style="red")
+            rows.append((path.stem, "", "broken (see below)", ""))
             errors.append(f"error: {exc}")
             continue
         states = f" ({m.expect_states:,} states)" if m.expect_states else ""
-        _add_row(table, m.name, m.spec_name, m.expect_outcome + states, m.description)
-    console.print(table if table.row_count else f"no models in {models_dir}", markup=False)
+        rows.append((m.name, m.spec_name, m.expect_outcome + states, m.description))
+    title = escape(f"models in {models_dir}")
+    if not rows:
+        console.print(f"no models in {models_dir}", markup=False)
+    elif console.width >= 120:
+        table = Table(title=title, title_justify="left")
+        for column in ("model", "spec", "expected", "description"):
+            table.add_column(column, style="bold" if column == "model" else None,
+                             overflow="fold")
+        for row in rows:
+            _add_row(table, *row, style="red" if row[2].startswith("broken") else None)
+        console.print(table)
+    else:
+        console.print(Text(f"models in {models_dir}", style="italic"))
+        for name, spec, expected, description in rows:
+            console.print(Text(name, style="bold"))
+            console.print(Text(f"    {expected}; spec {spec}. {' '.join(description.split())}",
+                               style="red" if expected.startswith("broken") else ""))
     for line in errors:
         click.echo(line, err=True)
     return EXIT_ERROR if errors else EXIT_HOLDS

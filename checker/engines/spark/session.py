@@ -133,7 +133,7 @@ def _probe(host: str, port: int) -> str | None:
     server answers every request, so it answers with an RpcFailure frame (type 5)
     carrying our request id; an HTTP server answers `HTTP/1.1 400`, and others say
     nothing or hang up. A master logs the failed request, nothing more."""
-    body = b"ctmc: is this a Spark master?"
+    body = b"ctmc: is this a Spark master?\r\n\r\n"  # line ends: HTTP servers answer at once
     frame = struct.pack(">qbqi", 8 + 1 + 8 + 4 + len(body), 3, _PROBE_ID, len(body)) + body
     try:
         with socket.create_connection((host, port), timeout=PROBE_SECONDS) as conn:
@@ -149,7 +149,7 @@ def _probe(host: str, port: int) -> str | None:
         return f"no answer within {PROBE_SECONDS:g} s"
     except OSError as exc:
         return exc.strerror or str(exc)
-    if answer.startswith(b"HTTP/"):
+    if answer.startswith(b"HTTP/") or answer.lstrip().lower().startswith((b"<!doctype", b"<html")):
         return "it answers HTTP (a web UI or REST port?); a master's RPC port is usually 7077"
     if len(answer) >= 17 and answer[8] in (4, 5) and \
             struct.unpack(">q", answer[9:17])[0] == _PROBE_ID:

@@ -423,17 +423,23 @@ def _strength(source: str) -> int:
 def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
                   options: ProveOptions) -> list[str]:
     """A minimal subset of `core` (lemmas an inductive proof used) that still proves the
-    invariants: each one left is needed, given the others (deletion, in core order)."""
+    invariants: without any one of those left, the proof fails. Removing a lemma also
+    removes a goal (it must be preserved), so a removal can make another one
+    unnecessary: deletion passes repeat until none removes anything."""
     needed = list(core)
     say = options.progress or (lambda line: None)
+    quiet = dataclasses.replace(options, progress=None)
     by_name = {p.name: p for p in lemmas}
-    for name in list(needed):
-        trial = [by_name[n] for n in needed if n != name]
-        quiet = dataclasses.replace(options, progress=None)
-        if prove(dataclasses.replace(machine, lemmas=trial), quiet).outcome == PROVED:
-            needed.remove(name)
-        say(f"minimising the proof: {len(needed):,} lemmas needed "
-            f"({core.index(name) + 1} of {len(core)} tried)")
+    passes = 0
+    changed = True
+    while changed:
+        changed, passes = False, passes + 1
+        for name in list(needed):
+            trial = [by_name[n] for n in needed if n != name]
+            if prove(dataclasses.replace(machine, lemmas=trial), quiet).outcome == PROVED:
+                needed.remove(name)
+                changed = True
+            say(f"minimising the proof: pass {passes}, {len(needed):,} lemmas needed")
     return needed
 
 
