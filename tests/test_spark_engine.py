@@ -202,7 +202,8 @@ def ctmc(*args: str):
 
 @pytest.mark.parametrize("args, message", [
     (["--partitions", "0"], "Invalid value for '--partitions': 0 is not in the range x>=1"),
-    (["--master", "spark://127.0.0.1:1"], "cannot reach Spark master spark://127.0.0.1:1"),
+    (["--master", "spark://127.0.0.1:1"],
+     "spark://127.0.0.1:1 is not a Spark master that answers (127.0.0.1:1: Connection refused)"),
     (["--master", "mesos://x:5050"], "unknown Spark master 'mesos://x:5050'"),
 ])
 def test_bad_spark_options_give_one_line(args, message, tmp_path):
@@ -232,6 +233,7 @@ def test_cli_runs_resumes_and_refuses(spark, tmp_path):
     assert (tmp_path / "spark.itf.json").read_text().replace('"spark"', '"bfs"') == \
         (tmp_path / "bfs.itf.json").read_text()
     assert "level   1 | new" in out.stderr
+    assert "\tat org.apache" not in out.stderr and "Exception" not in out.stderr  # no Java
     again = ctmc(*args, str(tmp_path / "again.itf.json"), "--engine", "spark",
                  "--master", LOCAL, "--resume", str(run_dir))
     assert again.exit_code == 1 and json.loads(again.stdout)["stats"]["distinct_states"] == \
