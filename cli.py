@@ -16,9 +16,7 @@ import functools
 import json
 import math
 import os
-import shlex
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -28,17 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from checker.errors import CheckerError
+from checker.reporting.live import ProgressDisplay
 
 if TYPE_CHECKING:
     from checker.engines.result import CheckResult
-    from checker.gate import GateReport, GateResult
+    from checker.gate import GateResult
     from checker.lang.machine import Machine
-    from checker.lang.spec import Spec
     from checker.models import Model
     from checker.run import EngineOptions
 
@@ -199,41 +194,7 @@ def _run_options(fn: Callable) -> Callable:
     return decorated
 
 
-class _ProgressDisplay:
-    """Progress on stderr: plain lines; on a terminal, dim lines under which a spinner
-    says the work goes on and how long since the last line (rich's live display)."""
-
-    def __init__(self) -> None:
-        self.console = Console(stderr=True, highlight=False)
-        self.status: Any = None
-        self.last = 0.0
-
-    def __call__(self, line: str) -> None:
-        if not self.console.is_terminal:
-            click.echo(line, err=True)
-            return
-        self.console.print(line, style="dim", markup=False)
-        self.last = time.monotonic()
-        if self.status is None:
-            self.status = self.console.status(self._since(), spinner="dots")
-            self.status.start()
-            threading.Thread(target=self._tick, daemon=True).start()
-
-    def _since(self) -> str:
-        return f"working ({time.monotonic() - self.last:.0f} s since the last report)"
-
-    def _tick(self) -> None:
-        while self.status is not None:
-            self.status.update(self._since())
-            time.sleep(0.5)
-
-    def stop(self) -> None:
-        status, self.status = self.status, None
-        if status is not None:
-            status.stop()
-
-
-_progress = _ProgressDisplay()
+_progress = ProgressDisplay()
 
 
 # --- check and simulate --------------------------------------------------------
@@ -367,7 +328,7 @@ def simulate(args: RunArgs, seed: int, steps: int, runs: int, timeout: float | N
 def _check_trace_out(path: Path | None) -> None:
     """Refuse a --trace-out that could not be written, before any search."""
     if path is not None:
-        from checker.traces.itf import check_writable
+        from checker.outputs import check_writable
 
         check_writable(path, "--trace-out")
 
@@ -481,19 +442,13 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
     _progress.stop()
+    from checker.reporting.proofs import infer_json, print_inferred
+
     if as_json:
-        click.echo(json.dumps({
-            "model": model.name, "params": machine.params, "candidates": result.candidates,
-            "true_in_states": result.after_states, "states": result.states,
-            "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
-            "implied": result.implied, "proves": result.proves,
-            "dropped": result.dropped_invariants,
-            "needed": [c.source for c in result.needed],
-            "others": [c.source for c in result.others] if result.proves
-            else [c.source for c in result.survivors],
-            "spec_lemmas_used": result.spec_lemmas_used,
-            "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}, indent=2))
-        return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
+        click.echo(json.dumps(infer_json(model, machine, result), indent=2))
+    else:
+        print_inferred(result, spec_lemmas)
+    return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
     if spec_lemmas and result.proves and not result.candidates:
         click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
                    f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
@@ -525,6 +480,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
 def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path | None,
                   as_json: bool) -> int:
     from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED
+    from checker.reporting.proofs import print_proof, proof_json
 
     _progress.stop()
     trace_file = None
@@ -534,33 +490,10 @@ def _report_proof(model: Model, machine: Machine, result: Any, trace_out: Path |
             f"{model.name}-{'cti-' if result.outcome == NOT_INDUCTIVE else ''}{v.name}"
             f"-prove.itf.json"), model)
     if as_json:
-        click.echo(json.dumps({
-            "model": model.name, "spec": machine.spec_name, "params": machine.params,
-            "mutations": list(machine.mutations), "outcome": result.outcome, "k": result.k,
-            "message": result.message, "lemmas_used": result.lemmas_used,
-            "lemmas_unused": result.lemmas_unused,
-            "trace_file": None if trace_file is None else str(trace_file),
-            "length": None if v is None else len(v.trace), "stats": result.stats},
-            indent=2, default=str))
+        click.echo(json.dumps(proof_json(model, machine, result, trace_file), indent=2,
+                              default=str))
     else:
-        console = Console(highlight=False, soft_wrap=True)
-        color = {PROVED: "green", COUNTEREXAMPLE: "red bold"}.get(result.outcome, "yellow bold")
-        console.print(f"[{color}]{escape(result.outcome)}[/]: {escape(result.message)}")
-        if result.outcome == PROVED and machine.lemmas:
-            console.print(f"  lemmas used: {', '.join(result.lemmas_used) or 'none'}; "
-                          f"unused: {', '.join(result.lemmas_unused) or 'none'}", markup=False)
-        if trace_file is not None:
-            what = "counterexample to induction" if result.outcome == NOT_INDUCTIVE \
-                else "counterexample"
-            console.print(f"  {len(v.trace)}-step {what} in {trace_file} (view it with: "
-                          f"ctmc trace show {shlex.quote(str(trace_file))})", markup=False)
-        if result.outcome == NOT_INDUCTIVE:
-            console.print("  its first state may be unreachable: `ctmc bmc` looks for a real "
-                          "trace; a lemma excluding that state, or a larger --k, may make the "
-                          "proof go through", markup=False)
-        seconds = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in
-                            result.stats.items() if key.endswith("seconds"))
-        console.print(f"  k={result.k}; {seconds}", style="dim", markup=False)
+        print_proof(Console(highlight=False, soft_wrap=True), machine, result, trace_file)
     if result.outcome == PROVED:
         return EXIT_HOLDS
     if result.outcome == COUNTEREXAMPLE:
@@ -578,12 +511,13 @@ def _report(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any
             result: CheckResult) -> int:
     from checker.engines.result import ERROR, HOLDS, UNKNOWN, VIOLATED
     from checker.models import outcome_matches
+    from checker.reporting.verdicts import json_report, print_coverage, print_stats, print_verdict
 
     _progress.stop()
     console = Console(highlight=False, soft_wrap=True)  # a long verdict line stays whole
     if not (args.as_json or args.quiet):  # before the trace is saved, in case saving fails
-        _print_stats(console, result.stats)
-        _print_coverage(console, result.coverage)
+        print_stats(console, result.stats)
+        print_coverage(console, result.coverage)
     trace_file, unwritten = None, None
     if result.violation is not None:
         default = TRACE_DIR / f"{model.name}-{result.violation.name}-{engine['name']}.itf.json"
@@ -593,146 +527,20 @@ def _report(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any
             unwritten = str(exc)
     matches = None if args.reshaped else outcome_matches(model, result)
     if args.as_json:
-        click.echo(json.dumps(_json_report(model, machine, engine, result, trace_file, matches),
+        click.echo(json.dumps(json_report(model, machine, engine, result, trace_file, matches),
                               indent=2, default=str))
     else:
-        _print_verdict(console, model, result, trace_file, matches)
+        print_verdict(console, model, result, trace_file, matches)
     if unwritten:
         _fail(f"error: {unwritten}", EXIT_ERROR)
     return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR,
             UNKNOWN: EXIT_INCONCLUSIVE}[result.outcome]
 
 
-def _json_report(model: Model, machine: Machine, engine: dict[str, Any], result: CheckResult,
-                 trace_file: Path | None, matches: bool | None) -> dict[str, Any]:
-    v = result.violation
-    return {
-        "model": model.name,
-        "spec": machine.spec_name,
-        "params": machine.params,
-        "mutations": list(machine.mutations),
-        "engine": engine,
-        "outcome": result.expectation,
-        "complete": result.complete,
-        "expected": None if matches is None else model.expect_outcome,
-        "as_expected": matches,
-        "violation": None if v is None else {
-            "kind": v.kind, "name": v.name, "message": v.message,
-            "trace_file": trace_file and str(trace_file), "length": len(v.trace)},
-        "stats": result.stats,
-        "coverage": result.coverage,
-    }
-
-
-# --- human output ----------------------------------------------------------------
-
 def _print_header(model: Model, machine: Machine, engine: dict[str, Any]) -> None:
-    from checker.models import property_names
+    from checker.reporting.verdicts import print_header
 
-    params = ", ".join(f"{k}={v}" for k, v in machine.params.items()) or "no parameters"
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(f"[bold]{escape(model.name)}[/]: "
-                  + escape(f"spec {machine.spec_name} ({params}); "
-                           f"mutations: {', '.join(machine.mutations) or 'none'}"))
-    checked = property_names(machine) + (["Deadlock"] if engine["deadlock"] else [])
-    settings = ", ".join(f"{k}={v}" for k, v in engine.items() if k != "name")
-    console.print(f"checking {', '.join(checked) or 'nothing'} with {engine['name']} "
-                  f"({settings})", markup=False)
-
-
-_STAT_FORMATS = {
-    "distinct_states": ("distinct states", "{:,}"),
-    "generated": ("states generated", "{:,}"),
-    "diameter": ("diameter", "{:,}"),
-    "seconds": ("time", "{:.2f} s"),
-    "states_per_second": ("rate", "{:,.0f} states/s"),
-    "peak_rss_mb": ("peak memory", "{:,.1f} MB"),
-}
-
-
-def _print_stats(console: Console, stats: dict[str, Any]) -> None:
-    """Known figures first, in a fixed order, then whatever else the engine reported."""
-    table = Table(title="statistics", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    for key, (label, fmt) in _STAT_FORMATS.items():
-        if key in stats:
-            _add_row(table, label, _format(fmt, stats[key]))
-    if "fingerprint" in stats:
-        mode = str(stats["fingerprint"])
-        if mode == "hashed" and "collision_probability" in stats:
-            mode += f" (collision probability {_format('{:.1e}', stats['collision_probability'])})"
-        _add_row(table, "fingerprints", mode)
-    shown = set(_STAT_FORMATS) | {"fingerprint", "collision_probability"}
-    for key in sorted(set(stats) - shown):
-        _add_row(table, key.replace("_", " "), _format("{:,}", stats[key]))
-    console.print(table)
-
-
-def _add_row(table: Table, *cells: Any, style: str | None = None) -> None:
-    """Cells are data, not markup ([brackets] print as written); a docstring's line
-    breaks and indentation are folded so the table wraps it instead."""
-    table.add_row(*(Text(" ".join(str(c).split())) for c in cells), style=style)
-
-
-def _format(fmt: str, value: Any) -> str:
-    try:
-        return fmt.format(value)
-    except (TypeError, ValueError):  # not a number: show it as it is
-        return str(value)
-
-
-def _print_coverage(console: Console, coverage: list[dict[str, Any]]) -> None:
-    """One row per action with the engine's counts; an action whose first count is 0
-    (never enabled, never taken) is a likely spec bug, so it stands out."""
-    if not coverage:
-        return
-    counts = [k for k, v in coverage[0].items()
-              if isinstance(v, int | float) and not isinstance(v, bool)]
-    table = Table(title="coverage", title_justify="left")
-    table.add_column("action")
-    for key in counts:
-        table.add_column(key.replace("_", " "), justify="right")
-    for row in coverage:
-        never = bool(counts) and row.get(counts[0]) == 0
-        _add_row(table, row.get("action"), *(_format("{:,}", row.get(k)) for k in counts),
-                 style="yellow" if never else None)
-    console.print(table)
-
-
-_VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
-                    "step invariant {} violated", "deadlock": "deadlock",
-                    "liveness": "liveness property {} violated",
-                    "error": "evaluation error"}
-
-
-def _print_verdict(console: Console, model: Model, result: CheckResult,
-                   trace_file: Path | None, matches: bool | None) -> None:
-    v = result.violation
-    if result.outcome == "unknown":
-        console.print("[yellow bold]unknown[/]: " + escape(
-            f"{result.stats.get('unknown', 'the solver gave up')}; this is not a proof"))
-        return
-    if v is None and result.complete:
-        console.print("[green]holds[/]: no violation in any reachable state")
-    elif v is None:
-        console.print("[green]no violation found[/] (exploration was bounded: not a proof)")
-    else:
-        head = _VIOLATION_HEADS.get(v.kind, "{} violated").format(v.name)
-        where = f"in {trace_file} (view it with: ctmc trace show " \
-            f"{shlex.quote(str(trace_file))})" if trace_file else "(not written: see below)"
-        console.print(f"[red bold]{escape(head)}[/]: " + escape(
-            f"{len(v.trace)}-step trace {where}"))
-        if v.message:
-            console.print(f"  {v.message}", style="dim", markup=False)
-    if matches is None:
-        console.print("the model file's expected outcome does not apply: --inv or --mutation "
-                      "changed what this run checks", style="dim", markup=False)
-    elif matches:
-        console.print(f"[green]as expected[/] ({escape(model.expect_outcome)})")
-    else:
-        console.print("[red bold]UNEXPECTED[/]: " + escape(
-            f"the model expects {model.expect_outcome!r}, got {result.expectation!r}"))
+    print_header(Console(highlight=False, soft_wrap=True), model, machine, engine)
 
 
 # --- traces ------------------------------------------------------------------------
@@ -751,8 +559,11 @@ _trace_file = click.argument("file", type=click.Path(exists=True, dir_okay=False
 @click.option("--step", type=click.IntRange(min=0), metavar="K", help="Show only step K.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Pause after each step (Enter: next, q: quit).")
-def trace_show(file: str, full: bool, step: int | None, interactive: bool) -> None:
-    """Show the trace in FILE step by step, highlighting what changed."""
+@click.option("--raw", is_flag=True,
+              help="Show the changed variables even when the spec declares a protocol view.")
+def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool) -> None:
+    """Show the trace in FILE step by step: through the spec's protocol view (its lanes'
+    tables, changed cells highlighted) when it declares one, else the changed variables."""
     if interactive and (full or step is not None):
         raise click.UsageError("--interactive cannot be combined with --full or --step")
     from checker.traces.replay import load_trace
@@ -761,9 +572,27 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool) -> No
     loaded = load_trace(file)
     console = Console(highlight=False)
     if interactive:
-        show_trace_interactive(loaded, console)
+        show_trace_interactive(loaded, console, raw=raw)
     else:
-        show_trace(loaded, console, full=full, step=step)
+        show_trace(loaded, console, full=full, step=step, raw=raw)
+
+
+@trace.command("html")
+@_trace_file
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="OUT.html", help="Where to write the page (default: FILE with .html).")
+def trace_html(file: str, output: Path | None) -> None:
+    """Write the trace in FILE as one self-contained HTML page: swimlanes, a step slider
+    (left/right keys), each lane's tables with the changed cells marked, the whole
+    state, and the violation."""
+    from checker.outputs import check_writable
+    from checker.traces.html import html_name, write_html
+    from checker.traces.replay import load_trace
+
+    out = output or Path(file).with_name(html_name(Path(file)))
+    check_writable(out, "-o", make_folders=False)
+    write_html(load_trace(file), out, source=Path(file).name)
+    click.echo(f"wrote {out} (open it in a browser)")
 
 
 @trace.command("check")
@@ -788,12 +617,15 @@ def trace_check(file: str) -> None:
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
               default=TRACE_DIR / "gate", show_default=True,
               help="Where counterexamples are written (as ITF).")
+@click.option("--html", "html_dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="Also write every counterexample as an HTML page in DIR, with an "
+                   "index.html.")
 @click.option("--update-baselines", is_flag=True,
               help="Rewrite the expect.states line of every model whose outcome matched.")
 @_models_dir_option
 @click.pass_obj
 def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
-         trace_dir: Path, update_baselines: bool) -> int:
+         trace_dir: Path, html_dir: Path | None, update_baselines: bool) -> int:
     """Run every model file (in DIR, default the models folder, or the FILES given) and
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
     all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
@@ -801,6 +633,10 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     from checker.progress import PROGRESS_SECONDS
 
     paths = collect_models(targets, models_dir)
+    if html_dir is not None:
+        from checker.outputs import check_folder
+
+        check_folder(html_dir, "--html")
     width = len(str(len(paths)))
     model = [""]  # the model being run, as its progress lines name it
     last = [time.monotonic()]
@@ -823,47 +659,87 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress)
     if junit:
         write_junit(report, junit)
+    index = None
+    if html_dir is not None:
+        from checker.traces.html import write_pages
+
+        index = write_pages([r.trace_file for r in report.results if r.trace_file], html_dir)
     if as_json:
-        click.echo(json.dumps(to_json(report), indent=2))
+        click.echo(json.dumps(to_json(report) | {"html_index": index and str(index)}, indent=2))
     else:
-        _print_gate(report, trace_dir, junit)
+        from checker.reporting.gates import print_gate
+
+        _progress.stop()
+        print_gate(report, trace_dir, junit, index)
     if report.broken:
         return EXIT_ERROR
     return EXIT_HOLDS if report.ok else EXIT_VIOLATION
 
 
-def _print_gate(report: GateReport, trace_dir: Path, junit: Path | None) -> None:
+# --- graph ----------------------------------------------------------------------------
+
+@main.command("graph")
+@click.argument("model_arg", metavar="MODEL")
+@click.option("--set", "overrides", multiple=True, metavar="NAME=VALUE",
+              callback=_parse_sets, help="Override a model parameter (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(("dot", "graphml")), default="dot",
+              show_default=True, help="dot for Graphviz; graphml for networkx, Gephi, yEd.")
+@click.option("--max-states", type=click.IntRange(min=1), default=10_000, show_default=True,
+              help="Refuse a model with more reachable states than this.")
+@click.option("--label", type=click.Choice(("view", "raw")), default="view",
+              show_default=True, help="Label states by the spec's protocol view (when it "
+                                      "declares one) or by their variables.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              metavar="OUT", help="Where to write the graph  [default: MODEL.dot or "
+                                  "MODEL.graphml here]")
+@_models_dir_option
+@click.pass_obj
+def graph_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], fmt: str,
+              max_states: int, label: str, output: Path | None) -> int:
+    """Write the reachable state graph of a small MODEL: a node per state, an edge per
+    transition (action and parameters), the initial states, violating states and
+    steps, and the BFS engine's counterexample marked."""
+    from checker.graph import explore, mark_path, to_networkx, write_dot, write_graphml
+    from checker.outputs import check_writable
+    from checker.run import BfsOptions, run
+
+    model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
+                                   False, False))
+    out = output or Path(f"{model.name}.{fmt}")
+    check_writable(out, "-o", make_folders=False)
+    depth = model.engine["max_depth"] or None
+    graph = explore(machine, max_states, depth, _progress)
+    result = run(machine, BfsOptions(max_depth=depth, deadlock=model.engine["deadlock"]))
     _progress.stop()
-    console = Console(highlight=False, soft_wrap=True)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = max(console.width, 160)  # CI logs: a table, not a column of wraps
-    table = Table(title="gate", title_justify="left")
-    for column in ("model", "expected", "got", "states", "diameter", "cex steps", "seconds",
-                   "verdict"):
-        justify = "left" if column in ("model", "expected", "got", "verdict") else "right"
-        table.add_column(column, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for r in report.results:
-        states = "-" if r.states is None else f"{r.states:,}"
-        if r.baseline_updated:
-            was = "none" if r.baseline_was is None else f"{r.baseline_was:,}"
-            states += f" (baseline was {was})"
-        elif r.states is not None and r.baseline is not None and r.states != r.baseline:
-            states += f" (baseline {r.baseline:,})"
-        got = (r.got or "-") + ("" if r.complete else " (bounded)")
-        _add_row(table, r.name, r.expected or "-", got, states,
-                 "-" if r.diameter is None else r.diameter,
-                 "-" if r.trace_length is None else r.trace_length, f"{r.seconds:.2f}",
-                 "ok" if r.ok else f"SURPRISE: {r.reason}", style=None if r.ok else "red")
-    console.print(table)
-    surprises, broken = len(report.surprises), len(report.broken)
-    summary = (f"{len(report.results)} models, {len(report.results) - surprises} as expected, "
-               f"{surprises} {'surprise' if surprises == 1 else 'surprises'}"
-               + (f" ({broken} broken)" if broken else "") + f" in {report.seconds:.2f} s")
-    console.print(summary, style="green" if report.ok else "red bold", markup=False)
-    if any(r.trace_file for r in report.results):
-        console.print(f"counterexamples in {trace_dir}", markup=False)
-    if junit:
-        console.print(f"JUnit report: {junit}", markup=False)
+    v = result.violation
+    whole = True
+    if v is not None:
+        trace = v.trace
+        states, actions = list(trace.states), list(trace.actions)
+        if trace.loop is not None and trace.loop_action is not None:
+            states.append(trace.states[trace.loop])
+            actions.append(trace.loop_action)
+        whole = mark_path(graph, states, actions)
+    g = to_networkx(graph, machine, "raw" if label == "raw" else "view")
+    (write_dot if fmt == "dot" else write_graphml)(g, out)
+    violating = sum(1 for n in graph.nodes if n.violates)
+    click.echo(f"wrote {out}: {len(graph.nodes):,} states ({violating:,} violating), "
+               f"{len(graph.edges):,} transitions")
+    if v is None and result.complete:
+        stats = result.stats
+        agree = (stats["distinct_states"], stats["generated"]) == \
+            (len(graph.nodes), len(graph.edges))
+        click.echo(f"the bfs engine {'agrees' if agree else 'DISAGREES'}: "
+                   f"{stats['distinct_states']:,} distinct states, {stats['generated']:,} "
+                   f"transitions; no violation")
+        if not agree:
+            return _fail("error: the graph and the bfs engine disagree on the counts; "
+                         "this is a bug in ctmc (please report it)", EXIT_ERROR)
+    elif v is not None:
+        click.echo(f"marked: the bfs engine's {len(v.trace)}-step counterexample ({v.kind} "
+                   f"{v.name})" + ("" if whole else "; its last step leaves the constraints, "
+                                   "so the graph shows it up to the step before"))
+    return EXIT_HOLDS
 
 
 # --- list ----------------------------------------------------------------------------
@@ -880,111 +756,27 @@ _SPEC_LISTS = ("invariants", "mutations", "params")
 @click.pass_obj
 def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
     """List specs and models (the default), or a spec's invariants, mutations or params."""
+    from checker.reporting import listings
+
     console = Console(highlight=False)  # wrapped at the terminal's width, never cut
     if what in _SPEC_LISTS:
         if not spec_ref:
             raise click.UsageError(f"list {what} needs --spec NAME")
         from checker.registry import find_spec
 
-        {"invariants": _list_invariants, "mutations": _list_mutations,
-         "params": _list_params}[what](console, find_spec(spec_ref))
+        {"invariants": listings.list_invariants, "mutations": listings.list_mutations,
+         "params": listings.list_params}[what](console, find_spec(spec_ref))
         return EXIT_HOLDS
     if spec_ref:
         raise click.UsageError(f"--spec applies to {', '.join(_SPEC_LISTS)}, not {what or 'list'}")
     if what in (None, "specs"):
-        _list_specs(console)
-    return _list_models(console, models_dir) if what in (None, "models") else EXIT_HOLDS
-
-
-def _list_specs(console: Console) -> None:
-    from checker.registry import all_specs
-
-    table = Table(title="specs", title_justify="left")
-    table.add_column("name", style="bold", overflow="fold")
-    table.add_column("description", overflow="fold")
-    for name, spec in sorted(all_specs().items()):
-        _add_row(table, name, spec.doc)
-    console.print(table if table.row_count else "no specs registered")
-
-
-def _list_models(console: Console, models_dir: Path) -> int:
-    """A row per model file; each broken file also gets its error line, and exit code 2.
-    Narrower than a table fits (80 columns), each model is a name on its own line and
-    what it checks under it, so nothing is ever cut."""
-    from checker.models import list_models, load_model
-
-    rows, errors = [], []
-    for path in list_models(models_dir):
-        try:
-            m = load_model(path, models_dir)
-        except CheckerError as exc:
-            rows.append((path.stem, "", "broken (see below)", ""))
-            errors.append(f"error: {exc}")
-            continue
-        states = f" ({m.expect_states:,} states)" if m.expect_states else ""
-        rows.append((m.name, m.spec_name, m.expect_outcome + states, m.description))
-    title = escape(f"models in {models_dir}")
-    if not rows:
-        console.print(f"no models in {models_dir}", markup=False)
-    elif console.width >= 120:
-        table = Table(title=title, title_justify="left")
-        for column in ("model", "spec", "expected", "description"):
-            table.add_column(column, style="bold" if column == "model" else None,
-                             overflow="fold")
-        for row in rows:
-            _add_row(table, *row, style="red" if row[2].startswith("broken") else None)
-        console.print(table)
-    else:
-        console.print(Text(f"models in {models_dir}", style="italic"))
-        for name, spec, expected, description in rows:
-            console.print(Text(name, style="bold"))
-            console.print(Text(f"    {expected}; spec {spec}. {' '.join(description.split())}",
-                               style="red" if expected.startswith("broken") else ""))
+        listings.list_specs(console)
+    if what not in (None, "models"):
+        return EXIT_HOLDS
+    errors = listings.list_models(console, models_dir)
     for line in errors:
         click.echo(line, err=True)
     return EXIT_ERROR if errors else EXIT_HOLDS
-
-
-def _list_invariants(console: Console, spec: Spec) -> None:
-    machine = spec.instantiate()
-    table = Table(title=escape(f"properties of {spec.name} (built with default parameters)"),
-                  title_justify="left")
-    for column in ("name", "kind", "description"):
-        table.add_column(column, style="bold" if column == "name" else None, overflow="fold")
-    for kind, props in (("invariant", machine.invariants),
-                        ("step invariant", machine.step_invariants),
-                        ("lemma", machine.lemmas), ("liveness", machine.liveness)):
-        for p in props:
-            _add_row(table, p.name, kind, p.doc)
-    console.print(table if table.row_count else f"spec {spec.name} declares no properties",
-                  markup=False)
-
-
-def _list_mutations(console: Console, spec: Spec) -> None:
-    table = Table(title=escape(f"mutations of {spec.name}"), title_justify="left")
-    table.add_column("name", style="bold", overflow="fold")
-    table.add_column("description", overflow="fold")
-    for name, doc in spec.mutations.items():
-        _add_row(table, name, doc)
-    console.print(table if table.row_count else f"spec {spec.name} declares no mutations",
-                  markup=False)
-
-
-def _list_params(console: Console, spec: Spec) -> None:
-    table = Table(title=escape(f"parameters of {spec.name}"), title_justify="left")
-    for column in ("name", "default", "allowed", "description"):
-        table.add_column(column, style="bold" if column == "name" else None, overflow="fold")
-    for p in spec.params.values():
-        if p.choices is not None:
-            allowed = " | ".join(p.choices)
-        elif p.min is not None or p.max is not None:
-            allowed = f"{'' if p.min is None else p.min}..{'' if p.max is None else p.max}"
-        else:
-            allowed = ""
-        default = str(p.default).lower() if isinstance(p.default, bool) else p.default
-        _add_row(table, p.name, default, allowed, p.doc)
-    console.print(table if table.row_count else f"spec {spec.name} declares no parameters",
-                  markup=False)
 
 
 if __name__ == "__main__":

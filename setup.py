@@ -18,7 +18,7 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 TREE = {"cli.py": "cli.py", "checker": "checker", "spec": "spec", "models": "models",
         "bench/models": "bench/models"}
-KEEP = ("*.py", "*.toml")
+KEEP = ("*.py", "*.toml", "*.js", "*.css")  # the trace viewer's page is .js and .css
 
 
 class BuildWithProject(build_py):

@@ -5,7 +5,7 @@ the engines' semantics (`tests/naive_bfs.py`): initial states and successors out
 the constraints are dropped, and every enabled action instance of a kept state is
 one transition, into a new state or one seen before. So a complete graph has as many
 nodes as BFS reports `distinct_states` and as many edges as it reports `generated`
-(the oracle's `generated` also counts the successors the constraints drop).
+(transitions into kept states).
 The fast engines keep fingerprints, not edges, hence this second walk; it keeps
 every state in memory and refuses models beyond `max_states`
 (`docs/decisions/0010-state-graph.md`).
@@ -24,12 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import networkx as nx  # type: ignore[import-untyped]  # no stubs
+import networkx as nx
 
 from checker.backends.scalar import ScalarMachine
 from checker.errors import CheckerError
 from checker.lang.machine import ActionInstance, Machine
 from checker.outputs import replace_text
+from checker.progress import Progress, Ticker
 from checker.views import Rendered, render, show
 
 State = tuple[int, ...]
@@ -70,12 +71,17 @@ class StateGraph:
     index: dict[State, int] = field(default_factory=dict)  # state -> its node's position
 
 
-def explore(machine: Machine, max_states: int, max_depth: int | None = None) -> StateGraph:
+def explore(machine: Machine, max_states: int, max_depth: int | None = None,
+            progress: Progress | None = None) -> StateGraph:
     """Every state reachable within `max_depth` steps and every transition between
     them; refuses, as soon as it finds one state too many, a model with more than
-    `max_states`. Evaluation errors propagate as the scalar backend raises them."""
+    `max_states`. Evaluation errors propagate as the scalar backend raises them.
+    `progress` hears how far the walk is, every two seconds."""
     sm = ScalarMachine(machine)
     graph = StateGraph()
+    ticker = Ticker(progress, lambda k: f"graph: {k:,} states expanded, "
+                                        f"{len(graph.nodes):,} found, "
+                                        f"{len(graph.edges):,} transitions")
 
     def add(state: State, depth: int) -> int:
         if len(graph.nodes) == max_states:
@@ -105,20 +111,24 @@ def explore(machine: Machine, max_states: int, max_depth: int | None = None) -> 
                 violates = tuple(sm.violated_step_invariants(node.state, succ))
                 graph.edges.append(Edge(src, dst, action, violates))
         src += 1
+        ticker.tick()
     return graph
 
 
 def mark_path(graph: StateGraph, states: Sequence[State],
-              actions: Sequence[ActionInstance | None] | None = None) -> None:
+              actions: Sequence[ActionInstance | None] | None = None) -> bool:
     """Mark a counterexample's states and steps (`Trace.states`, `Trace.actions`).
     Without `actions`, every transition between two consecutive states is marked,
-    since the states alone cannot tell parallel ones apart."""
+    since the states alone cannot tell parallel ones apart. Returns False when the
+    last step leaves the graph: a step invariant is judged on every transition, also
+    into a state the constraints discard (decision 0005), and that state is no node."""
     path = []
     for k, state in enumerate(states):
-        if state not in graph.index:
+        if state in graph.index:
+            path.append(graph.index[state])
+        elif k != len(states) - 1 or k == 0:
             raise CheckerError(f"step {k} of the counterexample is not in the explored "
                                f"graph (cut by a depth bound, or a trace of another model)")
-        path.append(graph.index[state])
     for i in path:
         graph.nodes[i].on_path = True
     ids = [None] * len(path) if actions is None else \
@@ -127,6 +137,7 @@ def mark_path(graph: StateGraph, states: Sequence[State],
     for edge in graph.edges:
         if (edge.src, edge.dst, None if actions is None else edge.action.id) in steps:
             edge.on_path = True
+    return len(path) == len(states)
 
 
 def to_networkx(graph: StateGraph, machine: Machine,

@@ -9,8 +9,10 @@ Semantics (the ones the engines are held to):
 * initial states that violate a constraint are dropped; so are successors that do;
 * `distinct` counts every kept state, `diameter` is the largest BFS depth reached
   (a counter 0..N has diameter N);
-* invariants and lemmas are checked on every kept state, step invariants on every
-  transition between kept states (also into states seen before);
+* invariants and lemmas are checked on every kept state; step invariants on every
+  transition from a kept state, also into states seen before and into states the
+  constraints discard (as TLC checks implied actions; decision 0005);
+* `generated` counts the transitions into kept states;
 * a deadlock is a kept state with no enabled action instance (only if `deadlock`);
 * the reported violation is one of minimal trace length (number of steps), found by
   finishing the level in which the first one shows up.
@@ -42,7 +44,7 @@ class NaiveViolation:
 class NaiveResult:
     distinct: int
     diameter: int
-    generated: int  # successor states computed (transitions), including re-visits
+    generated: int  # transitions into kept states, including re-visits
     violation: NaiveViolation | None = None
     complete: bool = True
     levels: list[int] = field(default_factory=list)  # distinct states per depth
@@ -95,14 +97,14 @@ def naive_bfs(machine: Machine, *, deadlock: bool = False, max_depth: int | None
             if deadlock and not succs:
                 found.append((depth, NaiveViolation("deadlock", "Deadlock", path(state))))
             for _action, succ in succs:
-                generated += 1
-                if not sm.within_constraints(succ):
-                    continue
-                if check:
+                if check:  # on every transition, even into a state the constraints discard
                     names = sm.violated_step_invariants(state, succ)
                     if names:
                         trace = path(state) + [succ]
                         found.append((depth + 1, NaiveViolation("step_invariant", names[0], trace)))
+                if not sm.within_constraints(succ):
+                    continue
+                generated += 1
                 if succ in parent:
                     continue
                 parent[succ] = state

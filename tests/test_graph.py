@@ -193,8 +193,8 @@ def test_constraints_drop_states_and_the_transitions_into_them():
     # with x + y <= 3 each (20)
     assert (len(graph.nodes), len(graph.edges)) == (15, 35)
     assert _engine(machine) == (15, 35)
-    # the oracle's `generated` also counts the 8 successors the constraint drops
-    assert naive_bfs(machine, check=False).generated == 43
+    # and so does the oracle, which does not count the 8 successors it drops
+    assert naive_bfs(machine, check=False).generated == 35
 
 
 def _hand_specs() -> list[tuple[str, Spec, dict]]:
@@ -312,7 +312,21 @@ def test_a_path_outside_the_graph_is_refused():
     machine = COUNTER.instantiate({"n": 5})
     graph = explore(machine, max_states=10, max_depth=1)
     with pytest.raises(CheckerError, match="^step 2 of the counterexample is not in the "):
-        mark_path(graph, [(0,), (1,), (2,)])
+        mark_path(graph, [(0,), (1,), (2,), (3,)])
+
+
+def test_a_last_step_out_of_the_constraints_is_marked_up_to_the_step_before():
+    """A step invariant is judged on every transition, also into a state the
+    constraints discard (decision 0005): the counterexample's last state is no node."""
+    from tests.specs.constrained import CONSTRAINED_EXIT
+
+    machine = CONSTRAINED_EXIT.instantiate({"n": 3})
+    graph = explore(machine, max_states=10)
+    trace = run(machine, BfsOptions(deadlock=False)).violation.trace
+    assert len(trace) == 3 and trace.states[-1] not in graph.index
+    assert mark_path(graph, trace.states, trace.actions) is False
+    assert [n.on_path for n in graph.nodes] == [True, True, True]
+    assert [e.on_path for e in graph.edges] == [True, True]
 
 
 # -- labels ---------------------------------------------------------------------------
@@ -374,3 +388,58 @@ def test_a_failed_write_leaves_the_file_that_was_there(tmp_path, write, label, e
     assert out.read_text() == "the previous graph"
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left
 
+
+
+# -- the command: `ctmc graph` --------------------------------------------------------
+
+def _ctmc(*args: str):
+    from click.testing import CliRunner
+
+    from cli import main
+
+    return CliRunner().invoke(main, list(args), standalone_mode=False)
+
+
+def test_the_command_writes_graphml_with_the_engines_counts(tmp_path):
+    out = tmp_path / "tracker.graphml"
+    result = _ctmc("graph", "tracker_small", "--format", "graphml", "-o", str(out))
+    assert result.return_value == 0, result.output
+    back = nx.read_graphml(out, force_multigraph=True)
+    machine = build_machine(load_model("tracker_small", ROOT / "models"))
+    assert (back.number_of_nodes(), back.number_of_edges()) == _engine(machine) == (4742, 12355)
+    assert "the bfs engine agrees: 4,742 distinct states, 12,355 transitions" in result.output
+
+
+def test_the_command_writes_dot_that_graphviz_renders_with_the_counterexample(tmp_path):
+    out = tmp_path / "mutex.dot"
+    result = _ctmc("graph", "mutex_check_then_set", "--models-dir",
+                   str(ROOT / "examples" / "mutex"), "-o", str(out))
+    assert result.return_value == 0, result.output
+    assert "marked: the bfs engine's 6-step counterexample (invariant MutualExclusion)" \
+        in result.output
+    svg = _render_svg(out)
+    assert (_svg_count(svg, "node"), _svg_count(svg, "edge")) == (28, 42)
+    assert out.read_text().count('penwidth="2.5"') == 7 + 6  # the path's states and steps
+
+
+@pytest.mark.parametrize("problem", ["unknown format", "missing folder", "too many states",
+                                     "unknown model"])
+def test_the_command_refuses_bad_input_with_one_line(problem, tmp_path):
+    out = tmp_path / "g.dot"
+    out.write_text("keep me")
+    args = ["graph", "tracker_small", "-o", str(out)]
+    if problem == "unknown format":
+        args += ["--format", "png"]
+    elif problem == "missing folder":
+        args[-1] = str(tmp_path / "nowhere" / "g.dot")
+    elif problem == "too many states":
+        args += ["--max-states", "100"]
+    else:
+        args[1] = "no_such_model"
+    result = _ctmc(*args)
+    assert result.return_value == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert out.read_text() == "keep me" and not (tmp_path / "nowhere").exists()
+    if problem == "too many states":
+        assert "more than 100 reachable states (--max-states 100)" in lines[0]

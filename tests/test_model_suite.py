@@ -1,5 +1,6 @@
 """Every model in models/ gives its expected outcome, and every counterexample it
-produces replays through `trace check` and renders with `trace show`."""
+produces replays through `trace check`, renders with `trace show`, and is drawn by
+its spec's protocol view."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from rich.console import Console
 
 from checker.models import build_machine, list_models, load_model, outcome_matches
 from checker.run import BfsOptions, run
+from checker.traces.html import page_data
 from checker.traces.itf import write_trace
 from checker.traces.replay import check_trace
+from checker.traces.trace import Trace
 from checker.traces.view import show_trace
+from checker.views import Step, render
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 MODELS = list_models(MODELS_DIR)
@@ -45,3 +49,19 @@ def test_model_meets_its_expectation(path: Path, tmp_path: Path):
     for action in replayed.actions[1:]:
         assert action.name in text
     assert result.violation.name in text
+    _view_draws_every_step(replayed)
+
+
+def _view_draws_every_step(trace: Trace) -> None:
+    """The spec's protocol view (if any) draws every state and step without failing:
+    its failures would otherwise show only as a note in the viewers."""
+    machine = trace.machine
+    if machine.view is None:
+        return
+    states = [machine.decode(s) for s in trace.states]
+    for state in states:
+        rendered = render(machine.view, state)
+        assert rendered.note == "" and rendered.lanes
+    for i, action in enumerate(trace.actions[1:], start=1):
+        machine.view.events(Step(action.name, action.params_json(), states[i - 1], states[i]))
+    assert len(page_data(trace)["steps"]) == len(trace) + 1

@@ -54,7 +54,9 @@ def test_the_wheel_installs_one_package(wheel: Path):
     assert {t for t in top if not t.endswith(".dist-info")} == {"ctmc"}
     for shipped in ("ctmc/_project/cli.py", "ctmc/_project/models/tracker_small.toml",
                     "ctmc/_project/bench/models/tracker_bench_small.toml",
-                    "ctmc/_project/checker/run.py", "ctmc/_project/spec/tracker.py"):
+                    "ctmc/_project/checker/run.py", "ctmc/_project/spec/tracker.py",
+                    "ctmc/_project/checker/traces/page/viewer.js",
+                    "ctmc/_project/checker/traces/page/viewer.css"):
         assert shipped in names, shipped
 
 
@@ -78,3 +80,9 @@ def test_the_installed_ctmc_loads_a_user_spec(installed: Path, tmp_path):
                           "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "invariant MutualExclusion violated" in run.stdout
+    trace = next((tmp_path / "traces").glob("*.itf.json"))
+    page = subprocess.run([installed / "ctmc", "trace", "html", str(trace), "-o", "page.html"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert page.returncode == 0, page.stdout + page.stderr
+    text = (tmp_path / "page.html").read_text()
+    assert "function svg(" in text and "--accent" in text  # the viewer's script and style

@@ -26,6 +26,7 @@ from checker.traces.itf import (
 from checker.traces.replay import check_trace, load_trace
 from checker.traces.trace import Trace
 from checker.traces.view import show_trace, show_trace_interactive
+from checker.views import Event, Table, View
 
 COUNTER = Spec("counter")
 COUNTER.param("limit", 5)
@@ -364,3 +365,40 @@ def test_viewer_survives_a_failing_narrator(counter_trace: Trace):
     trace = Trace(machine, counter_trace.states, counter_trace.actions)
     plain, _ = render(trace)
     assert "(narrator failed: ZeroDivisionError: division by zero)" in plain
+
+
+# --- the viewer through a protocol view ------------------------------------------------
+
+def _viewed(trace: Trace, view: View) -> Trace:
+    machine = copy.copy(trace.machine)
+    machine.view = view
+    return Trace(machine, trace.states, trace.actions, violation=trace.violation)
+
+
+COUNTER_VIEW = View(
+    lanes=lambda s: ["left", "right"],
+    tables=lambda s: {"left": [Table.of("counter", ["name", "x"], [["x", s["x"]]])],
+                      "right": [Table.of("parity", ["name", "even"], [["x", s["x"] % 2 == 0]])]},
+    events=lambda step: [Event("left", f"x becomes {step.after['x']}", ("right",))])
+
+
+def test_a_view_opens_with_each_lanes_tables_and_shows_what_each_step_changed(
+        counter_trace: Trace):
+    plain, styled = render(_viewed(counter_trace, COUNTER_VIEW))
+    start = plain[plain.index("Step 0"):plain.index("Step 1")]
+    assert "left" in start and "counter" in start and "right" in start and "parity" in start
+    step2 = plain[plain.index("Step 2"):plain.index("Step 3")]
+    assert "left -> right: x becomes 2" in step2
+    assert "counter" in step2 and "parity" in step2 and "yes" in step2  # 1 -> 2: both change
+    assert "\x1b[1;33m2\x1b[0m" in styled, "the changed cell is highlighted"
+    last = plain[plain.index("Step 3"):]
+    assert "violation: invariant NotThree: x is 3" in last and "it reads: x = 3" in last
+
+
+def test_raw_keeps_the_variables_and_a_failing_view_is_a_note(counter_trace: Trace):
+    plain, _ = render(_viewed(counter_trace, COUNTER_VIEW), raw=True)
+    assert "parity" not in plain and "1 -> 2" in plain
+    broken = View(lanes=lambda s: 1 / 0, tables=lambda s: {})
+    plain, _ = render(_viewed(counter_trace, broken))
+    assert "(the view failed: ZeroDivisionError: division by zero)" in plain
+    assert "Step 3: inc()" in plain and "violation: invariant NotThree" in plain

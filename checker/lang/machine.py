@@ -112,6 +112,7 @@ class Machine:
     constraints: list[Property]
     lemmas: list[Property] = field(default_factory=list)
     narrator: Any = None
+    view: Any = None  # checker.views.View: how a state reads in the protocol's terms
     liveness: list[LivenessProperty] = field(default_factory=list)
     spec_ref: str = ""  # "module:attribute" of the Spec, so traces can find it again
 

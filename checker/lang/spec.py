@@ -461,6 +461,7 @@ class ModelBuilder:
         self._names: set[str] = set()
         self._liveness: list[tuple[str, Callable, Callable, tuple[str, ...], str]] = []
         self.narrator: Any = None
+        self.protocol_view: Any = None  # a checker.views.View, if the spec declares one
 
     def mutated(self, name: str) -> bool:
         if name not in self.spec.mutations:
@@ -527,6 +528,14 @@ class ModelBuilder:
         if isinstance(fair, str):
             raise SpecError(f"liveness {name}: fair must be a list of action names")
         self._liveness.append((name, trigger, goal, tuple(fair), doc))
+
+    def view(self, lanes: Callable, tables: Callable, events: Callable | None = None) -> None:
+        """Declare how a state reads in the protocol's own terms (`checker.views`): the
+        lanes, each lane's tables for a decoded state, and the events of a step."""
+        from checker.views import View
+
+        self.protocol_view = View(lanes, tables) if events is None \
+            else View(lanes, tables, events)
 
     def narrate(self, fn: Callable) -> Callable:
         """Register fn(action, params, before, after) -> str for trace views."""
@@ -618,6 +627,7 @@ class ModelBuilder:
             constraints=props["constraint"],
             lemmas=props["lemma"],
             narrator=self.narrator,
+            view=self.protocol_view,
         )
 
     def _liveness_props(self, actions: list[ActionInstance]) -> list[LivenessProperty]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.errors import TraceError
+from checker.outputs import replace_text
 from checker.traces.trace import Trace
 
 FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -82,34 +83,7 @@ def trace_to_itf(trace: Trace) -> dict[str, Any]:
 
 def write_trace(trace: Trace, path: str | os.PathLike) -> None:
     """Write `trace` as ITF; atomic, so a reader never sees half a file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(trace_to_itf(trace), indent=2, ensure_ascii=False) + "\n"
-    # a plain open, unlike mkstemp, gives the file the usual permissions (umask)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def check_writable(path: str | os.PathLike, what: str) -> None:
-    """Refuse a path a trace could not be written to, before the search that would write
-    it: empty, a folder, under a regular file, or in a folder this user cannot write."""
-    target = Path(path)
-    if not str(path).strip() or target.name in ("", ".", ".."):
-        raise TraceError(f"{what}: {str(path)!r} is not a file name")
-    if target.is_dir():
-        raise TraceError(f"{what}: {target} is a folder")
-    folder = target.parent
-    while not folder.exists():  # the folders write_trace would create
-        folder = folder.parent
-    if not folder.is_dir():
-        raise TraceError(f"{what}: {target} lies under {folder}, which is a file")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise TraceError(f"{what}: cannot write in {folder} (permission denied)")
+    replace_text(path, json.dumps(trace_to_itf(trace), indent=2, ensure_ascii=False) + "\n")
 
 
 def write_counterexample(trace: Trace, path: str | os.PathLike, **provenance: Any) -> Path:

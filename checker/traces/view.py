@@ -1,9 +1,13 @@
 """Showing a trace in the terminal so that a counterexample reads as a story.
 
 A reader wants to see what each action changed and why, not every variable at
-every step: each step shows its action, the spec's narration, and only the
-variables that changed (old -> new, the changed parts highlighted), ending in
-red at the violation the trace demonstrates.
+every step. When the spec declares a protocol view (`checker.views`), the trace
+opens with each lane's tables for the initial state, and each step shows its
+action, the spec's narration, the events between lanes, and the view's tables
+that changed (changed cells highlighted). Without a view, or with `raw`, each step
+shows the variables that changed (old -> new). Either way the trace ends in red at
+the violation it demonstrates, with the values of the variables the violated
+property reads.
 """
 
 from __future__ import annotations
@@ -17,7 +21,16 @@ from rich.table import Table
 from rich.text import Text
 
 from checker.errors import TraceError
+from checker.traces.story import (
+    loop_sentence,
+    narrate,
+    property_values,
+    start_label,
+    step_story,
+    violation_sentence,
+)
 from checker.traces.trace import Trace
+from checker.views import Rendered, show
 
 CHANGED = "bold yellow"
 VIOLATION = "bold red"
@@ -25,23 +38,24 @@ GHOST = "dim"
 
 
 def show_trace(trace: Trace, console: Console, *, full: bool = False,
-               step: int | None = None) -> None:
-    """Print the header and every step; `step=k` prints step k alone."""
+               step: int | None = None, raw: bool = False) -> None:
+    """Print the header and every step; `step=k` prints step k alone; `raw` shows the
+    variables even when the spec declares a protocol view."""
     if step is not None:
         if not 0 <= step <= len(trace):
             raise TraceError(f"step {step} is out of range: the trace has {len(trace)} steps")
-        console.print(step_panel(trace, step, full=full))
+        console.print(any_step_panel(trace, step, full=full, raw=raw))
         return
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
-        console.print(step_panel(trace, i, full=full))
+        console.print(any_step_panel(trace, i, full=full, raw=raw))
 
 
-def show_trace_interactive(trace: Trace, console: Console) -> None:
+def show_trace_interactive(trace: Trace, console: Console, raw: bool = False) -> None:
     """Like `show_trace`, waiting for Enter after each step (q quits); for a TTY."""
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
-        console.print(step_panel(trace, i))
+        console.print(any_step_panel(trace, i, raw=raw))
         if i == len(trace):
             return
         try:
@@ -73,21 +87,87 @@ def header_panel(trace: Trace) -> Panel:
 
 def loop_text(trace: Trace) -> Text:
     """How a lasso goes on after its last state."""
-    if trace.loop_action is None:
-        return Text("the behaviour stays in this last state forever (no fair action is "
-                    "enabled)", style=VIOLATION)
-    return Text(f"{trace.loop_action.label} leads back to step {trace.loop}, and the loop "
-                f"repeats forever", style=VIOLATION)
+    return Text(loop_sentence(trace), style=VIOLATION)
 
 
 def violation_text(trace: Trace) -> Text | None:
     """`kind name: message` in red, or None for a trace that shows no violation."""
-    v = trace.violation
-    if not v:
-        return None
-    message = v.get("message")
-    return Text(f"{v.get('kind', '?')} {v.get('name', '?')}" + (f": {message}" if message else ""),
-                style=VIOLATION)
+    sentence = violation_sentence(trace)
+    return Text(sentence, style=VIOLATION) if sentence else None
+
+
+def any_step_panel(trace: Trace, i: int, *, full: bool = False, raw: bool = False) -> Panel:
+    """Step i through the spec's protocol view, or as variables (`raw`, `full`, or a
+    spec without a view)."""
+    if raw or full or trace.machine.view is None:
+        return step_panel(trace, i, full=full)
+    return view_step_panel(trace, i)
+
+
+def view_step_panel(trace: Trace, i: int) -> Panel:
+    """Step i in the protocol's terms: the action, the narration, the events between
+    lanes, and the tables that changed (all of them for the initial state)."""
+    story = step_story(trace, i)
+    assert story.view is not None
+    parts: list[RenderableType] = []
+    if story.narration:
+        parts.append(Text(story.narration, style="italic"))
+    for event in story.events:
+        arrow = f" -> {', '.join(event.targets)}" if event.targets else ""
+        parts.append(Text(f"{event.source}{arrow}: {event.label}", style="cyan"))
+    if i == 0:
+        shown = {(lane, t.title) for lane, tables in story.view.tables.items() for t in tables}
+    else:
+        shown = {(lane, title) for lane, title, _, _ in story.changed}
+        hidden = [v.name for v in trace.machine.vars
+                  if story.before[v.name] != story.after[v.name]] if not shown else []
+        if hidden:
+            parts.append(Text(f"(not in the view: {', '.join(hidden)} changed)", style="dim"))
+    if story.view.note:
+        parts.append(Text(story.view.note, style="red"))
+    parts += _lane_tables(story.view, shown, story.changed)
+    _end_of_trace(trace, i, parts)
+    failed = i == len(trace) and bool(trace.violation)
+    return Panel(Group(*parts), title=Text(story.title, style=VIOLATION if failed else "bold"),
+                 title_align="left", border_style="red" if failed else "blue")
+
+
+def _lane_tables(view: Rendered, shown: set[tuple[str, str]],
+                 marked: set[tuple[str, str, int, int]]) -> list[RenderableType]:
+    """The `shown` tables of each lane, under the lane's name, marked cells highlighted."""
+    out: list[RenderableType] = []
+    for lane in (*view.lanes, ""):
+        tables = [t for t in view.tables.get(lane, []) if (lane, t.title) in shown]
+        if not tables:
+            continue
+        out.append(Text(lane or "whole system", style="bold magenta"))
+        for table in tables:
+            grid = Table(title=Text(table.title, style="dim"), title_justify="left",
+                         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            for column in table.columns:
+                grid.add_column(column, overflow="fold")
+            for r, row in enumerate(table.rows):
+                grid.add_row(*[Text(show(cell), style=CHANGED
+                                    if (lane, table.title, r, c) in marked else "")
+                               for c, cell in enumerate(row)])
+            out.append(grid)
+    return out
+
+
+def _end_of_trace(trace: Trace, i: int, parts: list[RenderableType]) -> None:
+    """Where a lasso loops, and at the end the violation with the values it reads."""
+    if trace.loop is not None and i == trace.loop:
+        parts.append(Text("the loop starts here", style=VIOLATION))
+    if i != len(trace):
+        return
+    if trace.loop is not None:
+        parts.append(Text("then: ", style=VIOLATION) + loop_text(trace))
+    violation = violation_text(trace)
+    if violation is not None:
+        parts.append(Text("violation: ", style=VIOLATION) + violation)
+        values = property_values(trace)
+        if values:
+            parts.append(Text("it reads: " + "; ".join(values), style="red"))
 
 
 def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
@@ -98,14 +178,12 @@ def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
     action = trace.actions[i]
     parts: list[RenderableType] = []
     if action is None:
-        title = f"Step {i}: " + ("start (satisfies the invariants and lemmas; may be "
-                                 "unreachable)" if trace.violation.get("kind") == "cti"
-                                 else "initial state")
+        title = f"Step {i}: {start_label(trace)}"
     else:
         title = f"Step {i}: {action.label}"
-        if machine.narrator is not None:
-            parts.append(_narration(machine.narrator, action.name, action.params_json(),
-                                    before, after))
+        narration = narrate(machine, action.name, action.params_json(), before, after)
+        if narration:
+            parts.append(Text(narration, style="italic"))
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     table.add_column("variable", no_wrap=True)
     table.add_column("value", overflow="fold")
@@ -119,25 +197,10 @@ def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
         table.add_row(Text(v.name + (" (ghost)" if v.ghost else "")), value,
                       style=GHOST if v.ghost else None)
     parts.append(table if table.row_count else Text("(no variable changed)", style="dim"))
-    if trace.loop is not None and i == trace.loop:
-        parts.append(Text("the loop starts here", style=VIOLATION))
-    if trace.loop is not None and i == len(trace):
-        parts.append(Text("then: ", style=VIOLATION) + loop_text(trace))
-    violation = violation_text(trace) if i == len(trace) else None
-    if violation is not None:
-        parts.append(Text("violation: ", style=VIOLATION) + violation)
-    failed = violation is not None
+    _end_of_trace(trace, i, parts)
+    failed = i == len(trace) and bool(trace.violation)
     return Panel(Group(*parts), title=Text(title, style=VIOLATION if failed else "bold"),
                  title_align="left", border_style="red" if failed else "blue")
-
-
-def _narration(narrator: Any, name: str, params: dict[str, Any], before: dict[str, Any],
-               after: dict[str, Any]) -> Text:
-    """The spec's own words for a step; a failing narrator must not hide the trace."""
-    try:
-        return Text(str(narrator(name, params, before, after)), style="italic")
-    except Exception as exc:
-        return Text(f"(narrator failed: {type(exc).__name__}: {exc})", style="red")
 
 
 def value_text(value: Any, old: Any = None) -> Text:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import And, Int, Spec
-from spec.follower_reads_2018 import epochs, reads, structure, transport, window, writes
+from spec.follower_reads_2018 import epochs, reads, structure, transport, views, window, writes
 from spec.follower_reads_2018.narration import narrate
 from spec.follower_reads_2018.parts import NONE, ORIGIN, V1
 from spec.log_driven import follower_reads, raft
@@ -133,6 +133,7 @@ def _build(m, p):
     window.add(m, ctx, v)
     _liveness(m, v)
     m.narrate(narrate)
+    m.view(views.lanes, views.tables, views.events)
 
 
 def _liveness(m, v: V1) -> None:

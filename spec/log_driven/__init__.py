@@ -17,6 +17,7 @@ sections to components, invariants and models):
 - `splits.py`, `merges.py` a second range, created by a split or merged away
 - `lemmas.py`        the single-range core's inductive strengthening, for `ctmc prove`
 - `narration.py`     how a trace reads in protocol words
+- `views.py`         how a state reads per node, and the events between nodes
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from spec.log_driven import (
     restarts,
     side_transport,
     splits,
+    views,
 )
 from spec.log_driven.narration import narrate
 from spec.log_driven.parts import Ctx
@@ -187,6 +189,7 @@ def _build(m, p):
     follower_reads.add(m, p, ctx)
     lemmas.add(m, p, ctx)
     m.narrate(narrate)
+    m.view(views.lanes, views.tables, views.events)
 
 
 __all__ = ["LOG_DRIVEN"]

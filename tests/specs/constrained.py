@@ -50,6 +50,39 @@ def _build(m, p):
         return s.x + s.y <= p.n
 
 
+CONSTRAINED_EXIT = Spec("constrained_exit", "a step invariant broken by a step out of the "
+                                           "constraints")
+CONSTRAINED_EXIT.param("n", 3, "the counter's top; the constraint keeps x < n", min=1)
+
+
+@CONSTRAINED_EXIT.build
+def _build_exit(m, p):
+    """Derivation: x counts 0..n but the constraint keeps x <= n - 1: n kept states,
+    diameter n - 1. The step from x = n - 1 to x = n is still a transition: it breaks
+    `NeverTop` although the constraint then discards its target, so the shortest
+    counterexample has n steps (decision 0005). `inc` stays enabled at n - 1 (its
+    successor exists, only discarded), so there is no deadlock."""
+    m.var("x", Int(0, p.n), init=0)
+
+    @m.action()
+    def inc(s):
+        require(s.x < p.n)
+        s.x = s.x + 1
+
+    @m.constraint
+    def BelowTop(s):  # noqa: N802
+        """Explore only x < n."""
+        return s.x < p.n
+
+    @m.step_invariant
+    def NeverTop(before, after):  # noqa: N802
+        """No step reaches n."""
+        return after.x != p.n
+
+
 EXPECTED = {
     "constrained": {"params": {"n": 4}, "states": 15, "diameter": 4, "deadlock": None},
+    "constrained_exit": {"params": {"n": 3}, "states": 3, "diameter": 2, "deadlock": None,
+                         "violation": {"name": "NeverTop", "kind": "step_invariant",
+                                       "length": 3}},
 }

@@ -1,0 +1,53 @@
+"""The CI gate's table: a row per model file (expected, got, states against the
+baseline, diameter, counterexample length, time, verdict), then a summary line and
+where the counterexamples, JUnit report and HTML pages went."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from checker.gate import GateReport
+from checker.reporting.cells import add_row
+
+_COLUMNS = ("model", "expected", "got", "states", "diameter", "cex steps", "seconds",
+            "verdict")
+_LEFT = ("model", "expected", "got", "verdict")
+
+
+def print_gate(report: GateReport, trace_dir: Path, junit: Path | None,
+               html_index: Path | None) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = max(console.width, 160)  # CI logs: a table, not a column of wraps
+    table = Table(title="gate", title_justify="left")
+    for column in _COLUMNS:
+        table.add_column(column, justify="left" if column in _LEFT else "right",
+                         overflow="fold")
+    for r in report.results:
+        states = "-" if r.states is None else f"{r.states:,}"
+        if r.baseline_updated:
+            was = "none" if r.baseline_was is None else f"{r.baseline_was:,}"
+            states += f" (baseline was {was})"
+        elif r.states is not None and r.baseline is not None and r.states != r.baseline:
+            states += f" (baseline {r.baseline:,})"
+        got = (r.got or "-") + ("" if r.complete else " (bounded)")
+        add_row(table, r.name, r.expected or "-", got, states,
+                "-" if r.diameter is None else r.diameter,
+                "-" if r.trace_length is None else r.trace_length, f"{r.seconds:.2f}",
+                "ok" if r.ok else f"SURPRISE: {r.reason}", style=None if r.ok else "red")
+    console.print(table)
+    surprises, broken = len(report.surprises), len(report.broken)
+    summary = (f"{len(report.results)} models, {len(report.results) - surprises} as expected, "
+               f"{surprises} {'surprise' if surprises == 1 else 'surprises'}"
+               + (f" ({broken} broken)" if broken else "") + f" in {report.seconds:.2f} s")
+    console.print(summary, style="green" if report.ok else "red bold", markup=False)
+    if any(r.trace_file for r in report.results):
+        console.print(f"counterexamples in {trace_dir}", markup=False)
+    if junit:
+        console.print(f"JUnit report: {junit}", markup=False)
+    if html_index:
+        console.print(f"HTML pages: {html_index}", markup=False)

@@ -1,0 +1,99 @@
+"""What `prove` and `infer` found, for a person or as JSON.
+
+A proof's report says the outcome in one coloured line, which lemmas it used, where
+a counterexample (or counterexample to induction) was written and what to try next.
+An inference's report is spec source a user pastes into their spec: the lemmas the
+proof needs first, then the other true and inductive ones, with a comment header
+saying how they were found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED, ProofResult
+from checker.engines.symbolic.infer import InferResult, as_source
+from checker.lang.machine import Machine
+from checker.models import Model
+from checker.reporting.verdicts import how_to_view
+
+
+def proof_json(model: Model, machine: Machine, result: ProofResult,
+               trace_file: Path | None) -> dict[str, Any]:
+    v = result.violation
+    return {
+        "model": model.name, "spec": machine.spec_name, "params": machine.params,
+        "mutations": list(machine.mutations), "outcome": result.outcome, "k": result.k,
+        "message": result.message, "lemmas_used": result.lemmas_used,
+        "lemmas_unused": result.lemmas_unused,
+        "trace_file": None if trace_file is None else str(trace_file),
+        "length": None if v is None else len(v.trace), "stats": result.stats}
+
+
+def print_proof(console: Console, machine: Machine, result: ProofResult,
+                trace_file: Path | None) -> None:
+    color = {PROVED: "green", COUNTEREXAMPLE: "red bold"}.get(result.outcome, "yellow bold")
+    console.print(f"[{color}]{escape(result.outcome)}[/]: {escape(result.message)}")
+    if result.outcome == PROVED and machine.lemmas:
+        console.print(f"  lemmas used: {', '.join(result.lemmas_used) or 'none'}; "
+                      f"unused: {', '.join(result.lemmas_unused) or 'none'}", markup=False)
+    if trace_file is not None and result.violation is not None:
+        what = "counterexample to induction" if result.outcome == NOT_INDUCTIVE \
+            else "counterexample"
+        console.print(f"  {len(result.violation.trace)}-step {what} in {trace_file} "
+                      f"({how_to_view(trace_file)})", markup=False)
+    if result.outcome == NOT_INDUCTIVE:
+        console.print("  its first state may be unreachable: `ctmc bmc` looks for a real "
+                      "trace; a lemma excluding that state, or a larger --k, may make the "
+                      "proof go through", markup=False)
+    seconds = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in
+                        result.stats.items() if key.endswith("seconds"))
+    console.print(f"  k={result.k}; {seconds}", style="dim", markup=False)
+
+
+def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str, Any]:
+    return {
+        "model": model.name, "params": machine.params, "candidates": result.candidates,
+        "true_in_states": result.after_states, "states": result.states,
+        "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
+        "implied": result.implied, "proves": result.proves,
+        "dropped": result.dropped_invariants,
+        "needed": [c.source for c in result.needed],
+        "others": [c.source for c in result.others] if result.proves
+        else [c.source for c in result.survivors],
+        "spec_lemmas_used": result.spec_lemmas_used,
+        "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}
+
+
+def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
+    """The lemmas as spec source on stdout, under comments saying what they prove."""
+    if spec_lemmas and result.proves and not result.candidates:
+        click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
+                   f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
+        return
+    where = "sampled" if result.sampled else "reachable"
+    rounds = f"{result.houdini_rounds} Houdini round{'s' if result.houdini_rounds != 1 else ''}"
+    click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
+               f"{result.states:,} {where} states; {len(result.survivors):,} inductive after "
+               f"{rounds}, once {result.implied:,} implied by the others are dropped")
+    if result.proves:
+        click.echo(f"# they prove every invariant (1-induction). The proof needs these "
+                   f"{len(result.needed)} (a minimal set: without any one it fails):\n")
+        click.echo(as_source(result.needed), nl=False)
+        if result.others:
+            click.echo(f"\n# also true and inductive, but not needed by the proof "
+                       f"({len(result.others)}):\n")
+            click.echo(as_source(result.others, first=len(result.needed)), nl=False)
+    else:
+        click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
+                   f"{len(result.survivors)} inductive ones:\n")
+        click.echo(as_source(result.survivors), nl=False)
+    if spec_lemmas:
+        click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
+                   f"; not inductive with the rest: "
+                   f"{', '.join(result.spec_lemmas_dropped) or 'none'}")

@@ -1,0 +1,158 @@
+"""A counterexample as one self-contained HTML page: a swimlane diagram with a lane per
+process and arrows for messages, a step slider (and left/right keys), each lane's
+tables at the selected step with the changed cells marked, the narration, the
+violated property on the last step, the whole state, and a lasso's loop.
+
+The page is a fixed viewer (`page/viewer.css`, `page/viewer.js`) and the trace's story
+(`story`) as JSON, inlined into one file: no network, no CDN, opened from disk. The
+data is built here, in Python, from the same facts as the terminal viewer; the
+script only lays it out. A spec without a protocol view gets one lane, "system",
+with each step's action on it, and the whole state per step.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from checker.outputs import replace_text
+from checker.traces.story import (
+    CTI,
+    loop_sentence,
+    property_values,
+    start_label,
+    step_story,
+    violation_sentence,
+)
+from checker.traces.trace import Trace
+from checker.views import Event, Rendered, show
+
+SYSTEM_LANE = "system"
+
+
+def write_html(trace: Trace, path: str | os.PathLike, source: str = "") -> None:
+    """Write the page of `trace` to `path` atomically; `source` names the trace file."""
+    replace_text(path, page(trace, source), make_folders=False)
+
+
+def write_pages(trace_files: list[Path], folder: Path) -> Path:
+    """A page per trace file in `folder` (made if missing), and an `index.html` linking
+    them; returns the index."""
+    from checker.traces.replay import load_trace
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for file in trace_files:
+        trace = load_trace(file)
+        out = folder / html_name(file)
+        write_html(trace, out, source=file.name)
+        rows.append(f'<tr><td><a href="{html.escape(out.name)}">{html.escape(out.stem)}</a>'
+                    f"</td><td>{html.escape(trace.machine.spec_name)}</td>"
+                    f"<td>{html.escape(violation_sentence(trace) or '-')}</td>"
+                    f"<td>{len(trace)}</td></tr>")
+    index = folder / "index.html"
+    replace_text(index, '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                 "<title>ctmc counterexamples</title>\n<style>body{font:14px system-ui,"
+                 "sans-serif;margin:16px}td,th{padding:3px 12px 3px 0;text-align:left;"
+                 "border-bottom:1px solid #d0d7de}</style>\n</head>\n<body>\n"
+                 f"<h1>ctmc counterexamples ({len(rows)})</h1>\n<table>\n<tr><th>trace</th>"
+                 "<th>spec</th><th>violation</th><th>steps</th></tr>\n" + "\n".join(rows)
+                 + "\n</table>\n</body>\n</html>\n")
+    return index
+
+
+def html_name(trace_file: Path) -> str:
+    """`x.itf.json` -> `x.html`."""
+    name = trace_file.name
+    for suffix in (".itf.json", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)] + ".html"
+    return name + ".html"
+
+
+def page(trace: Trace, source: str = "") -> str:
+    """The whole HTML page of `trace`."""
+    data = page_data(trace, source)
+    folder = resources.files("checker.traces") / "page"
+    css = (folder / "viewer.css").read_text(encoding="utf-8")
+    script = (folder / "viewer.js").read_text(encoding="utf-8")
+    # inside <script>, "</" could close the element early; JSON allows the escape
+    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{html.escape(data['title'])}</title>\n<style>\n{css}</style>\n</head>\n"
+            f'<body>\n<noscript>This page draws the trace with JavaScript; enable it to '
+            f'see the trace.</noscript>\n<div id="app"></div>\n'
+            f'<script type="application/json" id="trace-data">{payload}</script>\n'
+            f"<script>\n{script}</script>\n</body>\n</html>\n")
+
+
+def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
+    """Everything the page shows, as JSON-ready data (every value already text)."""
+    machine = trace.machine
+    steps: list[dict[str, Any]] = []
+    previous: Rendered | None = None
+    lanes: list[str] = []
+    for i in range(len(trace) + 1):
+        story = step_story(trace, i, previous)
+        previous = story.view
+        if story.view is not None:
+            lanes += [lane for lane in story.view.lanes if lane not in lanes]
+        action = trace.actions[i]
+        happened = list(story.events)
+        if story.view is None and action is not None:
+            happened = [Event(SYSTEM_LANE, action.label)]
+        for lane in [lane for e in happened for lane in (e.source, *e.targets)]:
+            if lane not in lanes:
+                lanes.append(lane)
+        steps.append({
+            "index": i,
+            "title": story.title,
+            "action": action.label if action is not None else start_label(trace),
+            "narration": story.narration,
+            "events": [{"source": e.source, "label": e.label, "targets": list(e.targets)}
+                       for e in happened],
+            "tables": _tables(story.view, story.changed) if story.view is not None else {},
+            "note": story.view.note if story.view is not None else "",
+            "vars": [{"name": v.name, "value": show(story.after[v.name]),
+                      "was": show(story.before[v.name]),
+                      "changed": story.before[v.name] != story.after[v.name],
+                      "ghost": v.ghost} for v in machine.vars],
+        })
+    kind = str(trace.violation.get("kind", ""))
+    return {
+        "title": f"{trace.meta.get('model') or machine.spec_name}: "
+                 + (violation_sentence(trace).split(":")[0] or "trace"),
+        "source": source,
+        "spec": machine.spec_name,
+        "params": ", ".join(f"{k}={v}" for k, v in machine.params.items()) or "none",
+        "mutations": ", ".join(machine.mutations) or "none",
+        "meta": {str(k): str(v) for k, v in sorted(trace.meta.items())},
+        "violation": violation_sentence(trace),
+        "violation_kind": kind,
+        "violation_name": str(trace.violation.get("name", "")),
+        "cti": "counterexample to induction: the start state satisfies every invariant "
+               "and lemma but may be unreachable (unreachable or unknown)"
+               if kind == CTI else "",
+        "reads": property_values(trace) if trace.violation else [],
+        "loop": trace.loop,
+        "loop_sentence": loop_sentence(trace),
+        "lanes": lanes or [SYSTEM_LANE],
+        "has_view": machine.view is not None,
+        "steps": steps,
+    }
+
+
+def _tables(view: Rendered, changed: set[tuple[str, str, int, int]]) -> dict[str, Any]:
+    """Each lane's tables ("" for the whole system) with cells as text and the cells
+    this step changed."""
+    return {lane: [{"title": t.title, "columns": list(t.columns),
+                    "rows": [[show(cell) for cell in row] for row in t.rows],
+                    "changed": sorted([r, c] for (ln, title, r, c) in changed
+                                      if ln == lane and title == t.title)}
+                   for t in tables]
+            for lane, tables in view.tables.items()}

@@ -1,0 +1,181 @@
+"""How a log-driven state reads in the protocol's terms: one lane per node.
+
+Each node shows its replicas (applied index, LAI, closed ts from Raft and from the
+side transport, the lease it applied), and, for the ranges it leads, its proposal
+buffer: the tracker's buckets, the buffered proposals, the assigned LAI and closed
+ts, and the write floor. Its writes, its follower reads and, on the side-transport
+sender and receivers, their stream state follow; the follower reads recorded so
+far are a table of the whole system (lane ""). Events: a flushed proposal
+appended to the Raft log goes from the leaseholder to every replica, each
+application happens on its node, a side-transport publish goes from n1 to its
+receivers, a delivery happens on the receiver, a lease transfer goes from the old
+leaseholder to the new one, and a follower read happens on the node that served it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.views import Event, Step, Table
+from spec.log_driven.parts import node_name, range_name
+
+NONE = -1
+
+
+def _ts(v: int) -> str:
+    return "-" if v is None or v < 0 else str(v)
+
+
+def _ranges(s: dict) -> int:
+    return len(s["loglen"])
+
+
+def _nodes(s: dict) -> int:
+    return len(s["lai"][0])
+
+
+def lanes(s: dict) -> list[str]:
+    return [node_name(n) for n in range(_nodes(s))]
+
+
+def _exists(s: dict, g: int, n: int) -> bool:
+    if g == 0 or "span_changed" not in s:
+        return True
+    return s["span_changed"][n] if "subsumed" not in s else not s["span_changed"][n]
+
+
+def _leaseholder(s: dict, g: int) -> int:
+    return s["lh"][g] if "lh" in s else 0
+
+
+def _lease(s: dict, g: int, n: int) -> str:
+    if "lseq" not in s:
+        return "n1 (initial)"
+    j = s["lseq"][g][n]
+    holder = node_name(s["lholder"][g][j])
+    return f"#{j} {holder} until {s['lexp'][g][j]}"
+
+
+def _proposal(s: dict, w: int) -> str:
+    return f"w{w + 1}" if w < len(s["wkey"]) else "split/merge"
+
+
+def _tracker(s: dict, g: int) -> str:
+    if "tb_ts" in s:
+        first = s["tb_first"][g]
+        b1, b2 = s["tb_ts"][g][first], s["tb_ts"][g][1 - first]
+        return f"b1={_ts(b1)} b2={_ts(b2)}"
+    if "bts" in s:  # the RFC's prev and cur buckets
+        prev = s["prev"]
+        return f"prev={_ts(s['bts'][prev])} cur={_ts(s['bts'][1 - prev])}"
+    return "exact (heap)"
+
+
+def _floor(s: dict, g: int) -> int:
+    floor = s["assigned_closed"][g] + 1
+    if "lh_low" in s:
+        floor = max(floor, s["lh_low"][g])
+    return floor
+
+
+def tables(s: dict) -> dict[str, list[Table]]:
+    out: dict[str, list[Table]] = {}
+    side = "side_ts" in s
+    for n in range(_nodes(s)):
+        lane = node_name(n)
+        columns = ["range", "applied", "LAI", "closed"] + (["side closed"] if side else []) \
+            + ["lease"]
+        rows = []
+        for g in range(_ranges(s)):
+            if not _exists(s, g, n):
+                continue
+            row: list[Any] = [range_name(g), s["applied"][g][n], s["lai"][g][n],
+                              _ts(s["closed"][g][n])]
+            if side:
+                row.append(_ts(s["side_ts"][g][n]))
+            row.append(_lease(s, g, n))
+            rows.append(row)
+        lane_tables = [Table.of("replicas", columns, rows)]
+        led = [g for g in range(_ranges(s)) if _leaseholder(s, g) == n]
+        if led:
+            lane_tables.append(Table.of(
+                "leaseholder", ["range", "tracker", "buffer", "assigned LAI",
+                                "assigned closed", "write floor"],
+                [[range_name(g), _tracker(s, g),
+                  " ".join(_proposal(s, w) for w in s["buf"][g][:s["buflen"][g]]) or "-",
+                  s["assigned_lai"][g], _ts(s["assigned_closed"][g]), _floor(s, g)]
+                 for g in led]))
+            writes = [[f"w{w + 1}", s["wkey"][w], s["wts"][w] or "-", s["wphase"][w],
+                       s["wlai"][w] or "-", _ts(s["wcts"][w]),
+                       "yes" if s["accepted"][w] else "no"]
+                      for w in range(len(s["wkey"])) if s["wphase"][w] != "idle"
+                      and (s["wrng"][w] if "wrng" in s else 0) in led]
+            if writes:
+                lane_tables.append(Table.of(
+                    "writes", ["write", "key", "ts", "phase", "LAI", "carries", "accepted"],
+                    writes))
+        if side:
+            lane_tables.append(_side_table(s, n))
+        out[lane] = lane_tables
+    reads = [[f"read {i + 1}", f"{s['rkey'][i]}@{s['rts'][i]}",
+              ", ".join(f"w{w + 1}" for w, saw in enumerate(s["robs"][i]) if saw) or "none"]
+             for i in range(len(s.get("rdone", []))) if s["rdone"][i]]
+    if reads:  # which node served a read shows in its event; the record is the system's
+        out[""] = [Table.of("follower reads", ["read", "key@ts", "saw"], reads)]
+    return out
+
+
+def _side_table(s: dict, n: int) -> Table:
+    if n == 0:
+        tracked = " ".join(f"{range_name(g)}@LAI {s['pub_lai'][g]}"
+                           for g in range(_ranges(s)) if s["pub_tracked"][g]) or "none"
+        return Table.of("side transport (sender)", ["seq", "closed", "tracked"],
+                        [[s["pub_seq"], _ts(s["pub_closed"]), tracked]])
+    tracked = " ".join(f"{range_name(g)}@LAI {s['rv_lai'][n][g]}"
+                       for g in range(_ranges(s)) if s["rv_tracked"][n][g]) or "none"
+    state = f"seq {s['rv_seq'][n]}" if s["rv_ok"][n] else "no stream state"
+    return Table.of("side transport (receiver)", ["stream", "closed", "tracked", "queued"],
+                    [[state, _ts(s["rv_closed"][n]), tracked, s["q_len"][n]]])
+
+
+def events(step: Step) -> list[Event]:
+    a, p, before, after = step.action, step.params, step.before, step.after
+    g = p.get("g", 0)
+    lh = node_name(_leaseholder(before, g))
+    others = tuple(node_name(n) for n in range(_nodes(before))
+                   if node_name(n) != lh and _exists(before, g, n))
+    if a == "evaluate":
+        return [Event(lh, f"w{p['w'] + 1} evaluates {p['k']}@{after['wts'][p['w']]}")]
+    if a == "flush":
+        w = p["w"]
+        return [Event(lh, f"flush {_proposal(before, w)}: LAI {after['wlai'][w]}, closed "
+                          f"{_ts(after['wcts'][w])}")]
+    if a == "append":
+        w = p["w"]
+        return [Event(lh, f"append {_proposal(before, w)} (LAI {before['wlai'][w]}, closed "
+                          f"{_ts(before['wcts'][w])})", others)]
+    if a == "apply":
+        n = p["n"]
+        took = after["lai"][g][n] != before["lai"][g][n] or \
+            after.get("lseq", before.get("lseq")) != before.get("lseq")
+        return [Event(node_name(n), f"apply log[{before['applied'][g][n]}]: "
+                                    + ("accepted" if took else "rejected"))]
+    if a == "read":
+        return [Event(node_name(p["n"]), f"read {p['k']}@{p['t']}")]
+    if a == "publish":
+        receivers = tuple(node_name(n) for n in range(1, _nodes(before)))
+        return [Event("n1", f"side #{after['pub_seq']}: closed {_ts(after['pub_closed'])}",
+                      receivers)]
+    if a == "deliver":
+        return [Event(node_name(p["n"]), f"takes side #{before['q_seq'][p['n']][0]}")]
+    if a == "break_stream":
+        return [Event(node_name(p["n"]), "stream from n1 breaks")]
+    if a == "transfer_lease":
+        return [Event(lh, f"transfer {range_name(g)}'s lease", (node_name(p["x"]),))]
+    if a == "request_lease":
+        return [Event(node_name(p["x"]), f"requests {range_name(g)}'s lease")]
+    if a in ("evaluate_split", "evaluate_merge", "subsume"):
+        return [Event(lh, a.replace("_", " "))]
+    if a == "restart":
+        return [Event("n1", "restarts")]
+    return []
