@@ -52,8 +52,8 @@ LOG_DRIVEN.param("reads", 1, "follower reads recorded", min=0, max=3)
 LOG_DRIVEN.param("max_ts", 6, "the clock's bound; client timestamps are 1..max_ts", min=1)
 LOG_DRIVEN.param("target", 2, "LAG policy: close now - target; the clock starts at target",
                  min=0)
-LOG_DRIVEN.param("lease_exp", 0, "n1's first lease's expiration (0: beyond the clock's "
-                 "bound); with a merge and lease changes, only r2's lease expires", min=0)
+LOG_DRIVEN.param("lease_exp", 0, "n1's first leases' expiration (0: beyond the clock's "
+                 "bound)", min=0)
 LOG_DRIVEN.param("tracker", "impl", "evaluation tracker design",
                  choices=("impl", "rfc", "heap"))
 LOG_DRIVEN.param("close_before_untrack", False,
@@ -127,6 +127,87 @@ for _name, _doc in {
     LOG_DRIVEN.mutation(_name, _doc)
 
 
+# -- issue 12: proposals, leases and the timestamp cache under load ------------------------
+# (parameters and mutations of reproposals, lease changes in flight, lease extensions,
+# lease commands through the proposal buffer)
+LOG_DRIVEN.param("reproposals", 0, "new-LAI reproposals a run may make: a write its "
+                 "proposer's replica rejects for its LAI is tracked and flushed again "
+                 "(0: none; log entries then carry their own LAI and closed ts)", min=0, max=2)
+for _name, _doc in {
+    "ReproposeBelowClosed": "A reproposal never gives up: a write rejected for its LAI is "
+                            "proposed again even when its ts is at or below the assigned "
+                            "closed ts, which later commands already promised to stay "
+                            "above (§2.9: give up when wts <= minTS).",
+    "ReproposeWithoutTracking": "A reproposal re-enters the proposal buffer without being "
+                                "tracked again, so a flush or a side-transport close may "
+                                "close its ts while it waits (§2.9 TrackEvaluatingRequest).",
+    "ReproposeKeepsClosed": "A reproposal patches only the LAI of the encoded command and "
+                            "keeps the closed ts it carried the first time: a higher LAI "
+                            "then carries a lower closed ts (the recurring 'raft closed "
+                            "timestamp regression', reference bug table row 12).",
+    "NoLeaseSequenceCheck": "Application skips the lease-sequence check, so a write the old "
+                            "leaseholder flushed after a transfer applies under the new "
+                            "lease (§3.1 CheckForcedErr step 2).",
+    "TransferCarriesNoClosed": "A lease transfer is proposed straight to Raft instead of "
+                               "through the buffer, carrying no closed ts: the new holder's "
+                               "floor ignores what the old one closed (§6, A9).",
+    "ExtensionTrustsProposedExpiration": "The leaseholder closes up to the expiration of an "
+                                         "extension it proposed but has not applied, which "
+                                         "may lose the race to another node's request (§6).",
+    "ExtensionMayShorten": "An extension takes its new expiration as is, even below the "
+                           "current one (bug #121480, fixed by #123442).",
+    "ExtensionCarriesClosed": "A lease extension is flushed like a write and carries a closed "
+                              "ts, but it has no LAI, so it can apply after a command that "
+                              "carried a higher one (§2.5 reason (i)).",
+    "ExtensionResetsAssignedClosed": "Flushing a lease extension sets the assigned closed ts "
+                                     "to the lease start instead of leaving it (#63672).",
+    "WriteAtLeaseStart": "A new leaseholder's writes may land at its lease start: the "
+                         "timestamp cache's low water is taken as inclusive (§6).",
+    "NoTimestampCacheOnLeaseChange": "A new leaseholder does not raise its timestamp cache "
+                                     "to the lease start, so its writes are bounded only by "
+                                     "the closed ts it applied (§6, A9).",
+    "SplitSeedsEvaluatingNode": "When a replica applies the split, the right-hand side's "
+                                "proposal buffer is seeded on the node that evaluated it, even "
+                                "after r2's lease moved to another node (§5.1 "
+                                "splitPostApply's lease hook runs per replica).",
+    "TransferWithoutReadSummary": "After a merge, a transfer of r1's lease does not hand the "
+                                  "read summary over, so the new holder's timestamp cache "
+                                  "over r2's keys forgets the merge's bump (§5.2 caveat).",
+}.items():
+    LOG_DRIVEN.mutation(_name, _doc)
+LOG_DRIVEN.param("lease_extensions", False, "the leaseholder may extend its lease through "
+                 "its proposal buffer (each extension is one of the lease_changes)")
+
+# -- issue 12: several side-transport senders, policy groups, the tracker's lower bound -------
+# (parameters and mutations of side_transport.py)
+LOG_DRIVEN.param("senders", 1, "side transport: nodes n1..n<senders> may send, each for the "
+                 "ranges whose lease it holds (1: only n1); more needs lease_changes >= 1",
+                 min=1, max=5)
+for _name, _doc in {
+    "SideReceiverSharedAcrossSenders": "A receiver keeps one stream state for all senders, so "
+                                       "a message of one sender applies over another's state "
+                                       "(§4.2: one incomingStream per sending node).",
+    "SenderKeepsMovedRange": "The old leaseholder's sender keeps tracking a range whose lease "
+                             "moved away, so the range keeps getting its group's closed ts "
+                             "(§4.1 step 3: a range no longer registered is Removed).",
+    "SideBreakForgetsCopies": "Replicas keep no copy of what a stream told them: a stream "
+                              "break loses the side closed ts they were using (§4.2 "
+                              "onRecvErr relies on replicas having copied it; #68313).",
+    "SideRangeGetsOtherGroup": "The receiver gives a tracked range the closed ts of the "
+                               "message's last policy group (LEAD), not of its own (§4.2 "
+                               "GetClosedTimestamp: lastClosed[tracked[r].policy]).",
+    "SideRemovalWithNewClosed": "The receiver sets the new message's closed ts before handing "
+                                "its removed ranges over, so they get a closed ts their "
+                                "bump never reached (§4.2 step 2).",
+    "SideBumpReadsUpperBucket": "The bump reads the lock-free tracker's upper bucket (b2) as "
+                                "the lower bound instead of b1 (§2.8, §1.2 LowerBound).",
+    "SideBumpAtLowerBound": "The bump succeeds when the tracker's lower bound equals the "
+                            "target: `lb < target` instead of `lb <= target` (§2.8).",
+}.items():
+    LOG_DRIVEN.mutation(_name, _doc)
+
+
+
 @LOG_DRIVEN.build
 def _build(m, p):
     if p.tracker == "rfc" and "UntrackWholeBatchFirst" in p.mutations:
@@ -141,19 +222,34 @@ def _build(m, p):
                              f"split_key={p.split_key} (keys={p.keys})")
         if p.tracker == "rfc":
             raise ModelError("the RFC tracker is modelled for one range: structure must be none")
-        if p.structure == "split" and p.lease_changes:
-            raise ModelError("a split model keeps n1's leases: lease_changes must be 0")
     needs = {"SplitClosedAtEval": "split", "SplitRHSZero": "split",
-             "MergeWithoutTimestampCacheBump": "merge"}
+             "MergeWithoutTimestampCacheBump": "merge", "SplitSeedsEvaluatingNode": "split",
+             "TransferWithoutReadSummary": "merge"}
     for mutation, structure in needs.items():
         if mutation in p.mutations and p.structure != structure:
             raise ModelError(f"{mutation} needs structure = {structure!r}")
+    if p.tracker == "rfc" and (p.reproposals or p.lease_changes):
+        raise ModelError("reproposals and lease changes are modelled with tracker=impl or heap")
+    lease_muts = ("SideCloseUnderRevokedLease", "NoFloorOnLeaseAcquire",
+                  "LeaseRequestCarriesStart", "NoLeaseSequenceCheck", "TransferCarriesNoClosed",
+                  "WriteAtLeaseStart", "NoTimestampCacheOnLeaseChange",
+                  "SplitSeedsEvaluatingNode", "TransferWithoutReadSummary")
+    if not p.lease_changes and any(x in p.mutations for x in lease_muts):
+        raise ModelError("lease mutations need lease_changes >= 1")
+    if not p.lease_extensions and any(x.startswith("Extension") for x in p.mutations):
+        raise ModelError("extension mutations need lease_extensions = true")
+    if p.lease_extensions and not p.lease_changes:
+        raise ModelError("lease_extensions needs lease_changes >= 1")
+    if not p.reproposals and any(x.startswith("Repropose") for x in p.mutations):
+        raise ModelError("reproposal mutations need reproposals >= 1")
     structural = p.structure != "none"
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
-              log_len=(p.writes + structural + p.lease_changes) * (2 if p.duplicate else 1),
+              log_len=(p.writes + structural + p.lease_changes + p.reproposals)
+              * (2 if p.duplicate else 1),
               max_ts=p.max_ts, target=p.target, lease_exp=p.lease_exp or p.max_ts + p.lead + 2,
               muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes,
-              structure=p.structure, split_key=p.split_key, restarts=p.restarts)
+              structure=p.structure, split_key=p.split_key, restarts=p.restarts,
+              reproposals=p.reproposals, lease_extensions=p.lease_extensions)
     if p.target > p.max_ts:
         raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
 
@@ -164,17 +260,15 @@ def _build(m, p):
         require(s.now < p.max_ts)
         s.now = s.now + 1
 
-    if not p.lease_changes and any(x in p.mutations for x in (
-            "SideCloseUnderRevokedLease", "NoFloorOnLeaseAcquire", "LeaseRequestCarriesStart")):
-        raise ModelError("lease mutations need lease_changes >= 1")
     policy.add(m, p, ctx)
-    if p.lease_changes:
-        leases.add(m, p, ctx)
     tracker = Tracker(p.tracker, ctx, p.close_before_untrack, p.keep_cur_ts)
+    if p.lease_changes:
+        leases.add(m, p, ctx, tracker)
     proposals.add(m, p, ctx, tracker)
     raft.add(m, p, ctx)
+    side_transport.validate(p)
     if p.side_transport:
-        side_transport.add(m, p, ctx)
+        side_transport.add(m, p, ctx, tracker)
     elif any(x.startswith(("Side", "Sender", "Delta")) for x in p.mutations):
         raise ModelError("side-transport mutations need side_transport = true")
     if p.restarts:
@@ -187,6 +281,7 @@ def _build(m, p):
     elif p.structure == "merge":
         merges.add(m, p, ctx)
     follower_reads.add(m, p, ctx)
+    follower_reads.add_claims_invariant(m, ctx)
     lemmas.add(m, p, ctx)
     m.narrate(narrate)
     m.view(views.lanes, views.tables, views.events)

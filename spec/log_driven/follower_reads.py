@@ -59,3 +59,19 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             s.robs[iw[0]][iw[1]]))
 
     m.invariant(NoStaleRead)
+
+
+def add_claims_invariant(m: Any, ctx: Ctx) -> None:
+    """NoUnrecordedClaim, for the log-driven design, whose claims are the ghost
+    `claim_hi` (the 2018 design closes through its MPT and has none)."""
+
+    def NoUnrecordedClaim(s):  # noqa: N802 - property names are CamelCase
+        """Every replica's effective closed ts, from Raft or the side transport, is at or
+        below the highest claim recorded for its range: nothing is closed that no
+        leaseholder claimed (A2's premise)."""
+        return ForAll([(g, n) for g in range(ctx.ranges) for n in range(ctx.nodes)],
+                      lambda gn: Implies(exists(s, ctx, gn[0], gn[1]),
+                                         effective_closed(s, ctx, gn[0], gn[1])
+                                         <= s.claim_hi[gn[0]]))
+
+    m.invariant(NoUnrecordedClaim)

@@ -41,7 +41,7 @@ G = 0  # the core has one range
 def applies(p: Any, ctx: Ctx) -> bool:
     """The lemmas are about the single-range core with a lock-free or heap tracker."""
     return (ctx.ranges == 1 and not ctx.lease_changes and not p.side_transport
-            and not ctx.restarts and p.tracker in ("impl", "heap"))
+            and not ctx.restarts and not ctx.reproposals and p.tracker in ("impl", "heap"))
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:

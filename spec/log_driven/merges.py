@@ -62,7 +62,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         timestamp cache over r2's keys is raised (MergeRange)."""
         s.span_changed[n] = Or(s.span_changed[n], ok)
         on_lh = And(ok, n == leaseholder(s, ctx, 0))
-        colocated = s.lholder[1][s.lcount[1]] == n if ctx.lease_changes else True
+        colocated = s.lholder[1][s.lseq[1][n]] == n if ctx.lease_changes else True
         bump = NIL if no_bump else s.merge_closed
         bump = If(colocated, bump, Max(bump, s.merge_freeze))
         s.rhs_tsc = If(on_lh, Max(s.rhs_tsc, bump), s.rhs_tsc)

@@ -45,6 +45,8 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
                 f"{_ts(before['assigned_closed'][g])})")
     if action == "finish":
         return f"w{w + 1} finishes evaluating and enters the proposal buffer{where}"
+    if action == "flush" and w >= len(before["wphase"]):
+        return _flush_lease(w - len(before["wphase"]) + 2, g, before, after)
     if action == "flush":
         return (f"{_lh(before, g)} flushes {_proposal(before, w)}{where} at LAI "
                 f"{after['wlai'][w]} carrying closed {_ts(after['wcts'][w])}")
@@ -58,7 +60,7 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
         return _read(params, before, after)
     if action in ("publish", "deliver", "break_stream"):
         return _side(action, params, before, after)
-    if action in ("request_lease", "transfer_lease", "append_lease"):
+    if action in ("request_lease", "transfer_lease", "append_lease", "extend_lease"):
         return _lease(action, params, before, after)
     if action == "flip_policy":
         return f"the policy becomes {'LEAD' if after['lead_policy'] else 'LAG'}"
@@ -87,9 +89,20 @@ def _apply(params: dict, before: dict, after: dict) -> str:
     if e >= props:  # a lease command
         j = e - props + 2
         took = after["lseq"][g][n] != before["lseq"][g][n]
-        return (f"{head} = lease #{j}: "
-                + (f"accepted; closed {_ts(after['closed'][g][n])}" if took else "rejected"))
-    who = f"{head} = {_proposal(before, e)} (LAI {before['wlai'][e]})"
+        text = f"{head} = lease #{j}: " + (
+            f"accepted; closed {_ts(after['closed'][g][n])}" if took
+            else f"rejected (it builds on lease #{before['lprev'][g][j]}, the replica has "
+                 f"#{before['lseq'][g][n]})")
+        if after["lh"][g] != before["lh"][g]:
+            failed = [f"w{w + 1}" for w in range(len(before["wts"]))
+                      if after["wphase"][w] == "failed" != before["wphase"][w]]
+            text += f"; {node_name(n)} takes over {range_name(g)}'s proposal buffer"
+            if failed:
+                text += (f", and {node_name(before['lh'][g])}'s unproposed "
+                         f"{', '.join(failed)} fail")
+        return text
+    lai = before["elai"][g][index] if "elai" in before else before["wlai"][e]
+    who = f"{head} = {_proposal(before, e)} (LAI {lai})"
     if after["accepted"][e] != before["accepted"][e] or after["lai"][g][n] != before["lai"][g][n]:
         text = f"{who}: accepted; closed {_ts(after['closed'][g][n])}, LAI {after['lai'][g][n]}"
         if "span_changed" in after and after["span_changed"][n] != before["span_changed"][n]:
@@ -101,8 +114,25 @@ def _apply(params: dict, before: dict, after: dict) -> str:
             else:
                 text += f"; r2 starts here with closed {_ts(after['closed'][1][n])}"
         return text
-    return (f"{who}: rejected (applied LAI is {before['lai'][g][n]}); closed "
+    text = (f"{who}: rejected (applied LAI is {before['lai'][g][n]}); closed "
             f"{_ts(after['closed'][g][n])}")
+    return text + _reproposal(before, after, g, e)
+
+
+def _reproposal(before: dict, after: dict, g: int, e: int) -> str:
+    """What the proposer does with a command its replica rejected for its LAI."""
+    if e >= len(before["wts"]) or before["wphase"][e] == after["wphase"][e]:
+        return ""
+    minimum = before["assigned_closed"][g] + 1
+    if after["wphase"][e] == "failed":
+        if before.get("reproposals_left", 1) == 0:
+            return "; the model allows no more reproposals: the client gets an error"
+        return (f"; {node_name(after['lh'][g] if 'lh' in after else 0)} gives up on "
+                f"w{e + 1}: its ts {before['wts'][e]} is at or below the minimum {minimum} "
+                "(assigned closed + 1), and the client gets an error")
+    tracked = "not tracked" if after["wphase"][e] == "released" else "tracked again"
+    return (f"; w{e + 1} is re-proposed: {tracked} at {after['wts'][e]} (above the minimum "
+            f"{minimum}) and back in the proposal buffer for a new LAI")
 
 
 def _read(params: dict, before: dict, after: dict) -> str:
@@ -110,36 +140,96 @@ def _read(params: dict, before: dict, after: dict) -> str:
     seen = [f"w{w + 1}" for w, saw in enumerate(after["robs"][params["i"]]) if saw]
     closed = before["closed"][g][n]
     if "side_ts" in before:
-        closed = max(closed, before["side_ts"][g][n])
+        closed = max(closed, _side_closed(before, g, n))
     return (f"{node_name(n)} serves a follower read of {k}@{t}{_where(before, g)} "
             f"(closed {_ts(closed)}), seeing {', '.join(seen) or 'no write'}")
 
 
+GROUP_NAMES = ("LAG", "LEAD")
+
+
+def _groups(closed: list[int]) -> str:
+    """A message's closed ts per policy group (just the value with one group)."""
+    if len(closed) == 1:
+        return f"closed {_ts(closed[0])}"
+    return "closed " + ", ".join(f"{GROUP_NAMES[c]} {_ts(v)}" for c, v in enumerate(closed))
+
+
+def _group(state: dict, key: str, *index: int) -> str:
+    """` (LAG)` or ` (LEAD)`: a tracked range's group, when there are two."""
+    if key not in state:
+        return ""
+    value = state[key]
+    for i in index:
+        value = value[i]
+    return f" ({GROUP_NAMES[value]})"
+
+
+def _side_closed(state: dict, g: int, n: int) -> int:
+    """The side closed ts replica (g, n) uses: from the stream of its applied lease's
+    holder, if that node may send."""
+    holder = state["lholder"][g][state["lseq"][g][n]] if "lseq" in state else 0
+    if holder >= len(state["pub_seq"]):
+        return -1
+    return state["side_ts"][holder][g][n]
+
+
 def _side(action: str, params: dict, before: dict, after: dict) -> str:
+    x, n = params["x"], params.get("n")
+    sender = node_name(x)
+    ranges = range(len(after["side_ts"][x]))
     if action == "break_stream":
-        return f"the side-transport stream to {node_name(params['n'])} breaks"
+        lost = [f"{range_name(g)} {_ts(before['side_ts'][x][g][n])} -> "
+                f"{_ts(after['side_ts'][x][g][n])}" for g in ranges
+                if after["side_ts"][x][g][n] < before["side_ts"][x][g][n]]
+        return (f"the side-transport stream from {sender} to {node_name(n)} breaks: "
+                f"{node_name(n)} drops its state for {sender}'s stream, and {sender}'s next "
+                "message to it will be a snapshot"
+                + (f"; {node_name(n)}'s replicas lose the side closed ts they had from "
+                   f"{sender} ({', '.join(lost)})" if lost else ""))
     if action == "deliver":
-        n = params["n"]
-        ranges = range(len(after["side_ts"]))
-        usable = ", ".join(f"{_ts(after['side_ts'][g][n])} at LAI {after['side_lai'][g][n]}"
-                           f"{_where(after, g)}" for g in ranges)
-        tracked = [str(after["rv_tracked"][n][g]) for g in ranges]
-        return (f"{node_name(n)} receives side message {after['rv_seq'][n]}: closed "
-                f"{_ts(after['rv_closed'][n])}, tracked={'/'.join(tracked)}; usable side "
-                f"closed {usable}")
-    seq = after["pub_seq"]
+        r = x if after["rv_ok"][x][n] else 0  # SideReceiverSharedAcrossSenders: one state
+        kind = "snapshot" if before["q_snap"][x][n][0] else "delta"
+        tracked = [f"{range_name(g)} at LAI {after['rv_lai'][r][n][g]}"
+                   + _group(after, "rv_grp", r, n, g)
+                   for g in ranges if after["rv_tracked"][r][n][g]]
+        removed = [range_name(g) for g in ranges
+                   if before["rv_tracked"][r][n][g] and not after["rv_tracked"][r][n][g]]
+        usable = ", ".join(f"{_ts(after['side_ts'][x][g][n])} at LAI "
+                           f"{after['side_lai'][x][g][n]}{_where(after, g)}" for g in ranges)
+        return (f"{node_name(n)} receives {sender}'s side message {before['q_seq'][x][n][0]} "
+                f"({kind}): {_groups(after['rv_closed'][r][n])}; tracks "
+                f"{', '.join(tracked) or 'nothing'}"
+                + (f"; removes {', '.join(removed)}" if removed else "")
+                + f"; side closed from {sender} usable here: {usable}")
+    seq = after["pub_seq"][x]
     parts = []
-    for g in range(len(after["side_ts"])):
-        if after["assigned_closed"][g] != before["assigned_closed"][g] or (
-                after["side_ts"][g][0] != before["side_ts"][g][0]):
-            parts.append(f"closes {after['pub_closed']}{_where(after, g)} at LAI "
-                         f"{after['pub_lai'][g]}")
-        elif before["pub_tracked"][g] and not after["pub_tracked"][g]:
-            parts.append(f"removes{_where(after, g) or ' the range'}")
+    for g in ranges:
+        name = _where(after, g) or " the range"
+        was, now = before["pub_tracked"][x][g], after["pub_tracked"][x][g]
+        holder = after["lholder"][g][after["lseq"][g][x]] if "lseq" in after else 0
+        if after["hist_bump"][x][seq][g] >= 0:
+            grp = after["pub_grp"][x][g] if "pub_grp" in after else 0
+            bound = ""
+            if "tb_ts" in before:  # the lock-free tracker's lower bound: b1's ts
+                lb = before["tb_ts"][g][before["tb_first"][g]]
+                bound = f" (tracker lower bound {lb})" if lb >= 0 else ""
+            parts.append(f"closes {after['pub_closed'][x][grp]}{_where(after, g)} at LAI "
+                         f"{after['pub_lai'][x][g]}" + _group(after, "pub_grp", x, g)
+                         + bound)
+        elif holder != x and was and now:
+            parts.append(f"keeps{name} tracked (its lease is now {node_name(holder)}'s)")
+        elif holder != x:
+            parts.append(f"removes{name}: its lease is {node_name(holder)}'s"
+                         if was else f"does not lead{name}")
+        elif was and not now:
+            parts.append(f"cannot close{name} and removes it")
+        elif was:
+            parts.append(f"cannot close{name} but keeps it tracked")
         else:
-            parts.append(f"cannot close{_where(after, g) or ' the range'}")
-    return (f"n1 {'; '.join(parts)} by side transport and publishes message {seq} "
-            f"(group closed {after['pub_closed']})")
+            parts.append(f"cannot close{name}")
+    return (f"{sender} {'; '.join(parts)} by side transport and publishes message {seq} "
+            f"({_groups(after['pub_closed'][x])})")
 
 
 def _lease(action: str, params: dict, before: dict, after: dict) -> str:
@@ -149,9 +239,27 @@ def _lease(action: str, params: dict, before: dict, after: dict) -> str:
         return (f"Raft appends lease command #{params['j']}{where} at log index "
                 f"{before['loglen'][g]}")
     j = after["lcount"][g]
-    who = node_name(params["x"])
-    how = "acquires" if action == "request_lease" \
-        else f"gets by transfer from {node_name(before['lh'][g])}"
+    span = f"lease #{j}{where} [{after['lstart'][g][j]}, {after['lexp'][g][j]})"
+    built_on = f", built on lease #{after['lprev'][g][j]}" if "lprev" in after else ""
+    if action == "extend_lease":
+        return (f"{node_name(before['lh'][g])} proposes an extension, {span}{built_on}, "
+                "through its proposal buffer")
+    if action == "transfer_lease":
+        return (f"{node_name(before['lh'][g])} revokes its lease and proposes a transfer to "
+                f"{node_name(params['x'])}, {span}, through its proposal buffer")
     carried = after["lcts"][g][j]
-    return (f"{who} {how} lease #{j}{where} [{after['lstart'][g][j]}, {after['lexp'][g][j]})"
+    return (f"{node_name(params['x'])} requests {span}{built_on}"
             + (f", carrying closed {carried}" if carried >= 0 else ""))
+
+
+def _flush_lease(j: int, g: int, before: dict, after: dict) -> str:
+    """A lease transfer or extension leaves the leaseholder's proposal buffer."""
+    kind = after["lkind"][g][j]
+    lai, carried = after["llai"][g][j], after["lcts"][g][j]
+    text = f"{_lh(before, g)} flushes lease #{j} ({kind}){_where(before, g)}"
+    if lai:
+        text += f" at LAI {lai}"
+    text += f" carrying closed {_ts(carried)}" if carried >= 0 else " carrying no closed ts"
+    if after["assigned_closed"][g] != before["assigned_closed"][g]:
+        text += f"; assigned closed {_ts(after['assigned_closed'][g])}"
+    return text

@@ -22,8 +22,11 @@ from checker.lang import And, Enum, Max, Not, Or
 NIL = -1  # unset timestamp: an empty tracker bucket, "nothing closed yet"
 
 # A proposal's lifecycle on the leaseholder. `released` is reached only under
-# UntrackWholeBatchFirst: buffered, but already out of the tracker.
-WPhase = Enum("WPhase", "idle evaluating buffered released flushed")
+# UntrackWholeBatchFirst and ReproposeWithoutTracking: buffered, but out of the
+# tracker. `failed`: the client
+# got an error (a reproposal gave up, or the lease moved away while it was evaluating or
+# buffered).
+WPhase = Enum("WPhase", "idle evaluating buffered released flushed failed")
 
 KEY_NAMES = "abcdefgh"
 
@@ -55,6 +58,9 @@ class Ctx:
     structure: str = "none"  # "split", "merge" or "none"
     split_key: int = 1  # keys at and above this index belong to the right-hand side
     restarts: bool = False  # n1 may restart (restarts.py)
+    reproposals: int = 0  # new-LAI reproposals allowed in a run (log entries then carry
+    # their own LAI and closed ts: `elai`, `ects`)
+    lease_extensions: bool = False  # the leaseholder may extend its lease (leases.py)
     # hooks a component offers others: "after_apply" (called with (s, g, n) when replica
     # (g, n) applies a log entry), "effective_closed" ((s, g, n) -> the closed ts reads
     # use), "apply_lease", "apply_struct"
@@ -82,8 +88,14 @@ class Ctx:
         return self.writes
 
     @property
-    def max_lai(self) -> int:
+    def buffer_len(self) -> int:
+        """Proposal buffer slots: every proposal, and every lease command (transfers and
+        extensions go through the leaseholder's buffer)."""
         return self.props + self.lease_changes
+
+    @property
+    def max_lai(self) -> int:
+        return self.props + self.lease_changes + self.reproposals
 
     @property
     def closed_hi(self) -> int:
@@ -125,6 +137,13 @@ def leaseholder(s: Any, ctx: Ctx, g: int) -> Any:
     return s.lh[g] if ctx.lease_changes else 0
 
 
+def lease_base(s: Any, ctx: Ctx, g: int, j: Any) -> Any:
+    """The lease sequence of range g's lease command j: an extension keeps the sequence
+    of the lease it extends (`leases.py`), so writes proposed under either apply under
+    both."""
+    return s.lbase[g][j] if ctx.lease_extensions else j
+
+
 def exists(s: Any, ctx: Ctx, g: int, n: Any) -> Any:
     """Node n has a replica of range g: a split creates range 1 on each node as it
     applies the split; a merge removes it."""
@@ -150,11 +169,13 @@ def covers(s: Any, ctx: Ctx, g: int, k: Any, n: Any) -> Any:
 
 def write_floor(s: Any, ctx: Ctx, g: int, k: Any = None) -> Any:
     """The lowest ts range g's leaseholder lets a write to key k take: above its
-    assigned closed ts, at or after its lease's start (the timestamp cache's low water
-    for a new lease), and, after a merge, above the right-hand side's timestamp cache."""
+    assigned closed ts, above its lease's start (the timestamp cache's low water for a
+    new lease), and, after a merge, above the right-hand side's timestamp cache."""
     floor = s.assigned_closed[g] + 1
-    if ctx.lease_changes:
-        floor = Max(floor, s.lh_low[g])
+    if ctx.lease_changes and not ctx.mutated("NoTimestampCacheOnLeaseChange"):
+        # the timestamp cache pushes writes strictly above the lease start
+        low = s.lh_low[g] if ctx.mutated("WriteAtLeaseStart") else s.lh_low[g] + 1
+        floor = Max(floor, low)
     if ctx.structure == "merge" and g == 0 and k is not None and ctx.rhs(k):
         floor = Max(floor, s.rhs_tsc + 1)
     return floor

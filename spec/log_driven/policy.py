@@ -21,12 +21,17 @@ def closed_target(s: Any, ctx: Ctx) -> Any:
 
 
 def ceiling(s: Any, ctx: Ctx, g: int, node: Any = None) -> Any:
-    """One below the expiration of range g's lease `node` holds (default: the newest)."""
+    """One below the expiration of the lease `node` has applied for range g (default:
+    the leaseholder): what it relies on is what it applied, not what it proposed."""
     if ctx.mutated("NoLeaseExpirationBound"):
         return ctx.closed_hi
     if not ctx.lease_changes:
         return ctx.lease_exp - 1
-    seq = s.lcount[g] if node is None else s.lseq[g][node]
+    if node is None:  # the leaseholder's applied lease, or (mutation) its newest proposal
+        trusts_proposed = ctx.mutated("ExtensionTrustsProposedExpiration")
+        seq = s.lcount[g] if trusts_proposed else s.lseq[g][s.lh[g]]
+    else:
+        seq = s.lseq[g][node]
     return s.lexp[g][seq] - 1
 
 

@@ -6,13 +6,20 @@ proposal buffer. Flushing takes the buffer's head: it leaves the tracker, is
 given the next lease applied index (LAI) and a closed ts, and the floor moves
 up to that closed ts (RFC "Closing of timestamps"; reference §2.4-2.5).
 Each range has its own buffer, tracker, assigned LAI and assigned closed ts.
+
+A write its proposer's replica rejects for its LAI is proposed again with a new one
+(`reproposals`; reference §2.9 `tryReproposeWithNewLeaseIndex`): it is tracked again
+at its write ts and re-enters the buffer, so its next flush gives it a fresh LAI and
+closed ts; it gives up (the client gets an error) when its ts is at or below the
+tracker's new minimum, the assigned closed ts + 1, since it cannot be re-evaluated
+higher.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import And, Array, ForAll, Implies, Int, Max, Not, Or, require
+from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, Not, Or, require
 from spec.log_driven.parts import (
     NIL,
     Ctx,
@@ -20,6 +27,7 @@ from spec.log_driven.parts import (
     covers,
     exists,
     in_range,
+    lease_base,
     leaseholder,
     tracked_in,
     write_floor,
@@ -51,10 +59,15 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
           doc="each range's leaseholder: its last assigned LAI")
     m.var("assigned_closed", Array(Int(NIL, ctx.closed_hi), G), init=NIL,
           doc="each range's leaseholder: its assigned closed ts, the write floor")
-    m.var("buf", Array(Array(Int(0, P - 1), P), G), init=0, doc="proposal buffers, flush order")
-    m.var("buflen", Array(Int(0, P), G), init=0, doc="how many proposals are buffered")
+    B = ctx.buffer_len
+    m.var("buf", Array(Array(Int(0, B - 1), B), G), init=0,
+          doc="proposal buffers, flush order: a proposal, or P + j - 2 for lease command j")
+    m.var("buflen", Array(Int(0, B), G), init=0, doc="how many commands are buffered")
     tracker.declare(m)
     floor_on_track = not ctx.mutated("NoFloorOnTrack")
+    if ctx.reproposals:
+        add_reproposals(m, ctx, tracker)
+    keeps_closed = ctx.mutated("ReproposeKeepsClosed")
 
     @m.action(g=range(G), w=range(W), k=ctx.key_type, c=range(1, ctx.max_ts + 1))
     def evaluate(s, g, w, k, c):
@@ -63,7 +76,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         require(may_evaluate(s, ctx, g))
         require(covers(s, ctx, g, k, leaseholder(s, ctx, g)))
         if ctx.lease_changes:
-            s.wseq[w] = s.lcount[g]
+            s.wseq[w] = lease_base(s, ctx, g, s.lseq[g][leaseholder(s, ctx, g)])
         ts = Max(c, write_floor(s, ctx, g, k)) if floor_on_track else c
         tracker.track(s, g, w, ts)
         if G > 1:
@@ -80,11 +93,17 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         require(in_range(s, ctx, w, g))
         enqueue(s, ctx, g, w)
 
-    @m.action(g=range(G), w=range(P))
+    @m.action(g=range(G), w=range(B))
     def flush(s, g, w):
         """The buffer's head is flushed: untrack, then LAI and closed ts, in buffer order."""
         require(s.buflen[g] > 0)
         require(s.buf[g][0] == w)
+        if w >= P:  # a lease transfer or extension (`leases.py`)
+            ctx.hooks["flush_lease"](s, g, w - P + 2, closed_target(s, ctx), ceiling(s, ctx, g))
+            shift_buffer(s, ctx, g)
+            return
+        if keeps_closed and w < W:
+            old_cts, old_closed = s.wcts[w], s.assigned_closed[g]
         value = tracker.flush_closed(s, g, w, closed_target(s, ctx), ceiling(s, ctx, g))
         # the implementation never lets the carried closed ts regress (§2.5); the RFC
         # attaches its rules' value as is, and ClosedMonotone checks that it is enough
@@ -94,11 +113,11 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         from_eval = ctx.mutated("ClosedFromEvalTime") and w < W
         s.wcts[w] = s.wevc[w] if from_eval else carried
         s.assigned_closed[g] = Max(s.assigned_closed[g], carried)
+        if keeps_closed and w < W:  # only the LAI of the encoded command is patched
+            s.wcts[w] = If(s.wrep[w], old_cts, s.wcts[w])
+            s.assigned_closed[g] = If(s.wrep[w], old_closed, s.assigned_closed[g])
         s.wphase[w] = WPhase.flushed
-        for i in range(P - 1):
-            s.buf[g][i] = s.buf[g][i + 1]
-        s.buf[g][P - 1] = 0
-        s.buflen[g] = s.buflen[g] - 1
+        shift_buffer(s, ctx, g)
 
     def TrackedAboveFloor(s):  # noqa: N802 - property names are CamelCase
         """Every tracked write is above its range leaseholder's write floor (reference
@@ -110,18 +129,22 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         """Each range's leaseholder writes above every closed ts claimed for its keys: its
         write floor is above them (A7), or, after a non-cooperative lease request, its
         lease starts above them (A9); after a merge, the right-hand keys' timestamp cache
-        is above the right-hand side's claims (A15). "The leaseholder" is the node that
-        holds the newest lease, has applied it, and has a replica of the range: the
-        only one that can evaluate."""
+        is above the right-hand side's claims (A15): r1's timestamp cache over them, or,
+        after a lease request, the new lease's start. "The leaseholder" is the node whose
+        buffer serves the range, when it has applied a lease naming it and has a replica
+        of the range: the only one that can evaluate."""
         checks = []
         for g in range(G):
             lh = leaseholder(s, ctx, g)
             serving = And(exists(s, ctx, g, lh),
                           holds_applied_lease(s, ctx, g) if ctx.lease_changes else True)
             checks.append(Implies(serving, write_floor(s, ctx, g) > s.claim_hi[g]))
-        if ctx.structure == "merge":
-            checks.append(Implies(s.span_changed[leaseholder(s, ctx, 0)],
-                                  s.rhs_tsc >= s.claim_hi[1]))
+        if ctx.structure == "merge":  # r2's keys, on r1's leaseholder after the merge
+            lh = leaseholder(s, ctx, 0)
+            serving = And(s.span_changed[lh],
+                          holds_applied_lease(s, ctx, 0) if ctx.lease_changes else True)
+            checks.append(Implies(serving, write_floor(s, ctx, 0, ctx.rhs_keys[0])
+                                  > s.claim_hi[1]))
         return And(*checks)
 
     m.invariant(TrackedAboveFloor)
@@ -129,17 +152,66 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
     tracker.add_invariants(m)
 
 
+def add_reproposals(m: Any, ctx: Ctx, tracker: Tracker) -> None:
+    """New-LAI reproposals (§2.9): offers `raft.apply` the "repropose" hook."""
+    W = ctx.writes
+    m.var("reproposals_left", Int(0, ctx.reproposals), init=ctx.reproposals,
+          doc="new-LAI reproposals the model still allows (a bound of the model)")
+    if ctx.mutated("ReproposeKeepsClosed"):
+        m.var("wrep", Array(Bool(), W), init=False, doc="the proposal is a reproposal")
+    untracked = ctx.mutated("ReproposeWithoutTracking")
+    never_gives_up = ctx.mutated("ReproposeBelowClosed")
+
+    def repropose(s: Any, g: int, e: Any, rejected: Any) -> None:
+        """The proposer's replica of range g rejected proposal e's current attempt for
+        its LAI (`rejected`): re-track e at its write ts and buffer it again, or give up
+        when that ts is at or below the tracker's minimum (assigned closed ts + 1)."""
+        min_ts = s.assigned_closed[g] + 1
+        for w in range(W):
+            mine = And(rejected, e == w)
+            room = s.reproposals_left > 0
+            retry = And(mine, room, True if never_gives_up else s.wts[w] > min_ts)
+            if not untracked:
+                tracker.track(s, g, w, s.wts[w], when=retry)
+            slot = Min(s.buflen[g], ctx.buffer_len - 1)
+            s.buf[g][slot] = If(retry, w, s.buf[g][slot])
+            s.buflen[g] = If(retry, s.buflen[g] + 1, s.buflen[g])
+            back = WPhase.released if untracked else WPhase.buffered
+            s.wphase[w] = If(retry, back, If(mine, WPhase.failed, s.wphase[w]))
+            s.appended[w] = If(retry, 0, s.appended[w])
+            s.reproposals_left = If(retry, s.reproposals_left - 1, s.reproposals_left)
+            if ctx.mutated("ReproposeKeepsClosed"):
+                s.wrep[w] = Or(s.wrep[w], retry)
+
+    ctx.hooks["repropose"] = repropose
+
+
 def enqueue(s: Any, ctx: Ctx, g: int, w: int) -> None:
     """Proposal w (evaluated on range g) joins g's proposal buffer."""
     s.wphase[w] = WPhase.buffered
-    s.buf[g][s.buflen[g]] = w
+    enqueue_command(s, ctx, g, w)
+
+
+def enqueue_command(s: Any, ctx: Ctx, g: int, command: Any) -> None:
+    """A command (a proposal id, or P + j - 2 for lease command j) joins the back of
+    range g's proposal buffer."""
+    s.buf[g][s.buflen[g]] = command
     s.buflen[g] = s.buflen[g] + 1
 
 
+def shift_buffer(s: Any, ctx: Ctx, g: int) -> None:
+    """The head of range g's buffer has been flushed."""
+    B = ctx.buffer_len
+    for i in range(B - 1):
+        s.buf[g][i] = s.buf[g][i + 1]
+    s.buf[g][B - 1] = 0
+    s.buflen[g] = s.buflen[g] - 1
+
+
 def holds_applied_lease(s: Any, ctx: Ctx, g: int) -> Any:
-    """Range g's leaseholder holds the newest lease and has applied it."""
+    """Range g's leaseholder has applied a lease that names it."""
     lh = s.lh[g]
-    return And(s.lholder[g][s.lcount[g]] == lh, s.lseq[g][lh] == s.lcount[g])
+    return s.lholder[g][s.lseq[g][lh]] == lh
 
 
 def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
@@ -150,7 +222,7 @@ def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
     conds = []
     if ctx.lease_changes:
         conds += [holds_applied_lease(s, ctx, g), Not(s.revoked[g]),
-                  s.now < s.lexp[g][s.lcount[g]]]
+                  s.now < s.lexp[g][s.lseq[g][s.lh[g]]]]
     if ctx.structure == "split" and g == 0:
         conds.append(Not(struct_pending(s, ctx)))
     if ctx.structure == "merge" and g == 1:

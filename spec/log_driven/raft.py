@@ -1,13 +1,18 @@
 """Each range's Raft log and command application on every replica.
 
 Flushed proposals reach their range's log in any order and possibly twice: the
-Raft leader need not be the leaseholder, and reproposals keep their LAI and
-closed ts (RFC "LAIs vs. Raft log indexes"; reference §2.4, §E). Each replica
+Raft leader need not be the leaseholder, and Raft-level reproposals keep their LAI
+and closed ts (RFC "LAIs vs. Raft log indexes"; reference §2.4, §E). Each replica
 applies the log at its own pace. A command applies only if its LAI is above the
 replica's applied LAI (`CheckForcedErr`, §3.1); a rejected command has no effect
 at all, its closed ts included (`toCheckedCmd`). An accepted command's closed ts
 becomes the replica's closed ts (§3.2), and is a claim: every later accepted
 write to the range's keys must be above it (ghost `claim_hi`, per range).
+
+With `reproposals`, a write rejected for its LAI on the proposer's own replica is
+proposed again with a new LAI (§2.9; `proposals.py` offers the "repropose" hook), so
+one proposal may have entries with different LAIs: each log entry then carries its
+own LAI and closed ts (`elai`, `ects`).
 
 Node-level data: `has[n][w]` says node n holds write w's value, in whichever of
 its replicas covers the key (a split or merge moves data between the replicas of
@@ -19,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, Not, Or, require
-from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range
+from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range, lease_base, leaseholder
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -41,6 +46,12 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
           doc="node n holds write w's value (it accepted w's command)")
     m.var("claim_hi", Array(Int(NIL, ctx.closed_hi), G), init=NIL, ghost=True,
           doc="highest closed ts claimed so far for each range's keys")
+    R = ctx.reproposals
+    if R:
+        m.var("elai", Array(Array(Int(0, ctx.max_lai), L), G), init=0,
+              doc="the LAI each log entry carries")
+        m.var("ects", Array(Array(Int(NIL, ctx.closed_hi), L), G), init=NIL,
+              doc="the closed ts each log entry carries")
     reorder, duplicate = p.reorder, p.duplicate
     lai_check = not ctx.mutated("NoLAICheck")
     rejected_keeps_closed = ctx.mutated("RejectedCommandKeepsClosed")
@@ -59,6 +70,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                         s.appended[q] == 0),
                     s.wlai[q] > s.wlai[w]))))
         s.log[g][s.loglen[g]] = w
+        if R:
+            s.elai[g][s.loglen[g]] = s.wlai[w]
+            s.ects[g][s.loglen[g]] = s.wcts[w]
         s.loglen[g] = s.loglen[g] + 1
         s.appended[w] = s.appended[w] + 1
 
@@ -67,19 +81,27 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         """Replica (g, n) applies its next log entry, accepting it only if its LAI is new."""
         require(exists(s, ctx, g, n))
         require(s.applied[g][n] < s.loglen[g])
-        entry = s.log[g][s.applied[g][n]]
+        pos = s.applied[g][n]
+        entry = s.log[g][pos]
         is_prop = entry < P if C else True
         e = Min(entry, P - 1) if C else entry
-        ok = And(is_prop, s.wlai[e] > s.lai[g][n] if lai_check else True,
-                 s.wseq[e] == s.lseq[g][n] if C else True)
+        e_lai = s.elai[g][pos] if R else s.wlai[e]
+        e_cts = s.ects[g][pos] if R else s.wcts[e]
+        same_lease = s.wseq[e] == lease_base(s, ctx, g, s.lseq[g][n]) \
+            if C and not ctx.mutated("NoLeaseSequenceCheck") else True
+        ok = And(is_prop, e_lai > s.lai[g][n] if lai_check else True, same_lease)
+        if R:  # the proposer's replica rejects the current attempt for its LAI (§2.9)
+            ctx.hooks["repropose"](s, g, e, And(
+                is_prop, Not(ok), same_lease, e_lai == s.wlai[e], Not(s.accepted[e]),
+                s.wphase[e] == WPhase.flushed, n == leaseholder(s, ctx, g)))
         first = And(ok, Not(s.accepted[e]))
         s.accepted[e] = Or(s.accepted[e], ok)
         for w in range(W):
             s.has[n][w] = Or(s.has[n][w], And(ok, e == w))
-        s.claim_hi[g] = If(ok, Max(s.claim_hi[g], s.wcts[e]), s.claim_hi[g])
-        s.lai[g][n] = If(ok, s.wlai[e], s.lai[g][n])
-        s.closed[g][n] = If(is_prop, s.wcts[e], s.closed[g][n]) if rejected_keeps_closed \
-            else If(ok, s.wcts[e], s.closed[g][n])
+        s.claim_hi[g] = If(ok, Max(s.claim_hi[g], e_cts), s.claim_hi[g])
+        s.lai[g][n] = If(ok, e_lai, s.lai[g][n])
+        s.closed[g][n] = If(is_prop, e_cts, s.closed[g][n]) if rejected_keeps_closed \
+            else If(ok, e_cts, s.closed[g][n])
         if C:
             ctx.hooks["apply_lease"](s, g, n, Max(entry - P + 2, 2), Not(is_prop), lai_check)
         if ctx.structure != "none" and g == 0:

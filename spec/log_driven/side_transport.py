@@ -1,74 +1,141 @@
 """The side transport: closed timestamps for inactive ranges, off the Raft log.
 
-Sender (n1; RFC "Side-transport for inactive ranges", reference §4.1,
-§4.3): each `publish` tries to bump the closed ts of every range n1 leads to
-the target. A bump needs a valid lease with the target below its expiration,
-nothing in flight (flushed but not applied on n1), nothing evaluating at or
-below the target (the tracker's lower bound), a range not frozen by a merge,
-and a target above the assigned closed ts, which it then raises. A range whose
-bump succeeds is tracked with n1's applied LAI; one whose bump fails is
-removed. All ranges share one policy group, so one message carries them all.
-Every publish is a message with a sequence number on a stream to each other
-node; the first message on a stream is a full snapshot, later ones are deltas.
-A stream may break, losing its queue and the receiver's state; the next
-message is a snapshot again.
+Senders (RFC "Side-transport for inactive ranges", reference §4.1, §4.3): nodes
+n1..n`senders` each run one. Sender x bumps, at each `publish`, the ranges whose lease
+it has applied and owns (its registered leaseholders) to its policy group's target. A
+bump asks the replica for a valid lease with the target below its expiration, nothing in
+flight (flushed but not applied on x), a tracker lower bound above the target
+(`MaybeForwardClosedLocked`: it fails if the bound is set and at or below the target,
+§2.8), a range not frozen by a merge, and a target above the assigned closed ts, which it
+then raises. A range whose bump succeeds is tracked with x's applied LAI and its policy
+group; one whose bump fails, or whose lease x no longer holds, is removed. So the
+side-transport responsibility moves with the lease: the new holder starts tracking the
+range at its next publish, the old one removes it. A message carries one closed ts per
+policy group (LAG, and LEAD when the spec has a LEAD policy, `lead > 0`); a tracked range
+gets its group's. Each sender has its own sequence numbers and its own stream to every
+other node; the first message on a stream is a full snapshot, later ones are deltas. A
+stream may break, losing its queue and the receiver's state for that sender; the next
+message on it is a snapshot again.
 
-Receiver (§4.2, §3.4): a message applies in order (removal first, with the
-previous closed ts). Its (closed, LAI) is usable by the replica only once the
-replica has applied that LAI: the RFC ignores an update for an unapplied LAI,
-the implementation stashes it and promotes it when the LAI applies
-(`side_unapplied` switch). An update for a replica its node does not have yet
-(a split's right-hand side not applied there) is dropped: a replica created
-later waits for the next message (the implementation would look it up then).
+Receivers (§4.2, §3.4): a node keeps one state per sending node. A message applies in
+order (removal first, with the previous message's closed ts of the range's group). Each
+replica keeps what each stream told it (`side_ts[x]`, the replica's copy: a break does not
+lose it) and serves reads with the copy from the stream of the node named by the lease it
+has applied (`effective_closed`). A (closed, LAI) is usable only once the replica has
+applied that LAI: the RFC ignores an update for an unapplied LAI, the implementation
+stashes it and promotes it when the LAI applies (`side_unapplied` switch). An update for
+a replica its node does not have yet (a split's right-hand side not applied there) is
+dropped: a replica created later waits for the next message.
+
+Scope: a node other than n1 publishes only while it is a registered leaseholder of some
+range or still tracks one (n1 held the first leases, so its streams exist from the
+start); a sender that lost all its leases keeps its streams (the implementation closes
+them, which a receiver sees as a break).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from checker.errors import ModelError
 from checker.lang import And, Array, Bool, Enum, ForAll, If, Implies, Int, Max, Not, Or, require
-from spec.log_driven.parts import NIL, Ctx, exists, tracked_in
+from spec.log_driven.parts import NIL, Ctx, exists
 from spec.log_driven.policy import ceiling, closed_target, lease_ok
 from spec.log_driven.proposals import in_flight
 
 Entry = Enum("Entry", "none upsert remove")
+GROUPS = ("LAG", "LEAD")  # policy groups: index 0 and 1
+
+MECHANISM_5 = ("SideReceiverSharedAcrossSenders", "SenderKeepsMovedRange")
 
 
-def add(m: Any, p: Any, ctx: Ctx) -> None:
-    N, W, P, G = ctx.nodes, ctx.writes, p.publishes, ctx.ranges
+def validate(p: Any) -> None:
+    """The side transport's parameters and mutations fit the model (called by `_build`)."""
+    if p.senders > 1:
+        if not p.side_transport:
+            raise ModelError("senders > 1 needs side_transport = true")
+        if not p.lease_changes:
+            raise ModelError("senders > 1 needs lease_changes >= 1: only n1 holds a lease "
+                             "otherwise")
+        if p.senders > p.nodes:
+            raise ModelError(f"senders={p.senders} must be <= nodes={p.nodes}")
+    muts = p.mutations
+    if "SideReceiverSharedAcrossSenders" in muts and p.senders < 2:
+        raise ModelError("SideReceiverSharedAcrossSenders needs senders >= 2")
+    if "SenderKeepsMovedRange" in muts and not p.lease_changes:
+        raise ModelError("SenderKeepsMovedRange needs lease_changes >= 1")
+    if "SideRangeGetsOtherGroup" in muts and not p.lead:
+        raise ModelError("SideRangeGetsOtherGroup needs a LEAD policy group (lead > 0)")
+    if "SideBumpReadsUpperBucket" in muts and p.tracker != "impl":
+        raise ModelError("SideBumpReadsUpperBucket applies to tracker=impl")
+
+
+def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
+    N, P, G, S = ctx.nodes, p.publishes, ctx.ranges, p.senders
+    K = 2 if ctx.lead else 1  # policy groups
     ts = Int(NIL, ctx.closed_hi)
     lai = Int(0, ctx.max_lai)
+    grp_t = Int(0, K - 1)
     stash = p.side_unapplied == "stash"
-    m.var("pub_seq", Int(0, P), init=0, doc="side transport: the sender's last sequence number")
-    m.var("pub_tracked", Array(Bool(), G), init=False, doc="each range in the sender's set")
-    m.var("pub_lai", Array(lai, G), init=0, doc="the LAI the sender tracks each range at")
-    m.var("pub_closed", ts, init=NIL, doc="the sender's last group closed ts")
-    m.var("hist_closed", Array(ts, P + 1), init=NIL, ghost=True,
-          doc="the sender's closed ts after each publish (A13)")
-    m.var("hist_tracked", Array(Array(Bool(), G), P + 1), init=False, ghost=True,
+    m.var("pub_seq", Array(Int(0, P), S), init=0,
+          doc="side transport: each sender's last sequence number")
+    m.var("pub_tracked", Array(Array(Bool(), G), S), init=False,
+          doc="each range in each sender's tracked set")
+    m.var("pub_lai", Array(Array(lai, G), S), init=0, doc="the LAI a sender tracks a range at")
+    if K > 1:
+        m.var("pub_grp", Array(Array(grp_t, G), S), init=0,
+              doc="the policy group a sender tracks a range in (0 LAG, 1 LEAD)")
+    m.var("pub_closed", Array(Array(ts, K), S), init=NIL,
+          doc="each sender's last closed ts per policy group")
+    m.var("hist_closed", Array(Array(Array(ts, K), P + 1), S), init=NIL, ghost=True,
+          doc="each sender's group closed ts after each publish (A13)")
+    m.var("hist_tracked", Array(Array(Array(Bool(), G), P + 1), S), init=False, ghost=True,
           doc="tracked after each")
-    m.var("hist_lai", Array(Array(lai, G), P + 1), init=0, ghost=True,
+    m.var("hist_lai", Array(Array(Array(lai, G), P + 1), S), init=0, ghost=True,
           doc="tracked LAI after each")
-    # one stream per receiving node; node 0 (the sender) keeps its own slot unused
-    m.var("q_len", Array(Int(0, P), N), init=0, doc="messages queued on the stream to each node")
-    m.var("q_seq", Array(Array(Int(0, P), P), N), init=0, doc="queued messages: sequence number")
-    m.var("q_snap", Array(Array(Bool(), P), N), init=False, doc="queued: is a full snapshot")
-    m.var("q_closed", Array(Array(ts, P), N), init=NIL, doc="queued: group closed ts")
-    m.var("q_entry", Array(Array(Array(Entry, G), P), N), init=Entry.none,
+    if K > 1:
+        m.var("hist_grp", Array(Array(Array(grp_t, G), P + 1), S), init=0, ghost=True,
+              doc="tracked group after each")
+    m.var("hist_bump", Array(Array(Array(Int(NIL, ctx.max_lai), G), P + 1), S), init=NIL,
+          ghost=True, doc="the sender's applied LAI at each publish's successful bump (-1: "
+                          "no bump, or it failed)")
+    # one stream per (sender, receiving node); a sender's slot for itself stays unused
+    m.var("q_len", Array(Array(Int(0, P), N), S), init=0,
+          doc="messages queued on each stream")
+    m.var("q_seq", Array(Array(Array(Int(0, P), P), N), S), init=0,
+          doc="queued messages: sequence number")
+    m.var("q_snap", Array(Array(Array(Bool(), P), N), S), init=False,
+          doc="queued: is a full snapshot")
+    m.var("q_closed", Array(Array(Array(Array(ts, K), P), N), S), init=NIL,
+          doc="queued: closed ts per group")
+    m.var("q_entry", Array(Array(Array(Array(Entry, G), P), N), S), init=Entry.none,
           doc="queued: each range's entry")
-    m.var("q_lai", Array(Array(Array(lai, G), P), N), init=0, doc="queued: each range's LAI")
-    m.var("fresh", Array(Bool(), N), init=True, doc="the stream's next message is a snapshot")
-    m.var("rv_ok", Array(Bool(), N), init=False, doc="receiver has state for the stream")
-    m.var("rv_seq", Array(Int(0, P), N), init=0, doc="receiver: last sequence applied")
-    m.var("rv_closed", Array(ts, N), init=NIL, doc="receiver: group closed ts")
-    m.var("rv_tracked", Array(Array(Bool(), G), N), init=False, doc="receiver: range tracked")
-    m.var("rv_lai", Array(Array(lai, G), N), init=0, doc="receiver: each range's LAI")
-    m.var("side_ts", Array(Array(ts, N), G), init=NIL,
-          doc="each replica's usable side closed ts (cur)")
-    m.var("side_lai", Array(Array(lai, N), G), init=0, doc="the LAI side_ts refers to")
+    m.var("q_lai", Array(Array(Array(Array(lai, G), P), N), S), init=0,
+          doc="queued: each range's LAI")
+    if K > 1:
+        m.var("q_grp", Array(Array(Array(Array(grp_t, G), P), N), S), init=0,
+              doc="queued: each range's group")
+    m.var("fresh", Array(Array(Bool(), N), S), init=True,
+          doc="the stream's next message is a snapshot")
+    m.var("rv_ok", Array(Array(Bool(), N), S), init=False,
+          doc="the receiver has state for the stream")
+    m.var("rv_seq", Array(Array(Int(0, P), N), S), init=0, doc="receiver: last sequence applied")
+    m.var("rv_closed", Array(Array(Array(ts, K), N), S), init=NIL,
+          doc="receiver: closed ts per group")
+    m.var("rv_tracked", Array(Array(Array(Bool(), G), N), S), init=False,
+          doc="receiver: range tracked")
+    m.var("rv_lai", Array(Array(Array(lai, G), N), S), init=0, doc="receiver: each range's LAI")
+    if K > 1:
+        m.var("rv_grp", Array(Array(Array(grp_t, G), N), S), init=0,
+              doc="receiver: each range's group")
+    m.var("side_ts", Array(Array(Array(ts, N), G), S), init=NIL,
+          doc="each replica's usable side closed ts from each sender's stream (cur)")
+    m.var("side_lai", Array(Array(Array(lai, N), G), S), init=0,
+          doc="the LAI side_ts refers to")
     if stash:
-        m.var("next_ts", Array(Array(ts, N), G), init=NIL, doc="stashed side closed ts (next)")
-        m.var("next_lai", Array(Array(lai, N), G), init=0,
+        m.var("next_ts", Array(Array(Array(ts, N), G), S), init=NIL,
+              doc="stashed side closed ts (next)")
+        m.var("next_lai", Array(Array(Array(lai, N), G), S), init=0,
               doc="the not-yet-applied LAI it refers to")
 
     no_inflight_check = ctx.mutated("SideCloseWithInflight")
@@ -76,172 +143,344 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     keep_failed = ctx.mutated("SenderKeepsFailedRange")
     gaps_ok = ctx.mutated("DeltaAfterGap")
     ignore_lai = ctx.mutated("SideIgnoresAppliedLAI")
+    shared = ctx.mutated("SideReceiverSharedAcrossSenders")
+    keep_moved = ctx.mutated("SenderKeepsMovedRange")
+    break_forgets = ctx.mutated("SideBreakForgetsCopies")
+    other_group = ctx.mutated("SideRangeGetsOtherGroup")
+    upper_bucket = ctx.mutated("SideBumpReadsUpperBucket")
+    equal_ok = ctx.mutated("SideBumpAtLowerBound")
+    removal_new = ctx.mutated("SideRemovalWithNewClosed")
 
-    def offer(s: Any, g: int, n: int, closed: Any, at: Any, usable: Any) -> None:
-        """Replica (g, n) learns side closed ts `closed` for LAI `at` (§3.4 forward)."""
+    def view(x: int) -> int:
+        """The receiver-state slot that holds sender x's stream (all in one under
+        SideReceiverSharedAcrossSenders)."""
+        return 0 if shared else x
+
+    def pick(values: list[Any], i: Any) -> Any:
+        """values[i] for a symbolic index i."""
+        out = values[-1]
+        for j in range(len(values) - 2, -1, -1):
+            out = If(i == j, values[j], out)
+        return out
+
+    def group_of(grp: Any) -> Any:
+        """The group a receiver looks up for a range in `grp` (SideRangeGetsOtherGroup:
+        always the last group of the message, LEAD)."""
+        return K - 1 if other_group else grp
+
+    def rv_range_closed(s: Any, r: int, n: int, g: int) -> Any:
+        """The closed ts node n's state for stream slot r gives range g."""
+        if K == 1:
+            return s.rv_closed[r][n][0]
+        return pick([s.rv_closed[r][n][c] for c in range(K)], group_of(s.rv_grp[r][n][g]))
+
+    def registered(s: Any, g: int, x: int) -> Any:
+        """Sender x has range g as a leaseholder: the lease x applied names x."""
+        if not ctx.lease_changes:
+            return x == 0
+        return s.lholder[g][s.lseq[g][x]] == x
+
+    def offer(s: Any, x: int, g: int, n: int, closed: Any, at: Any, usable: Any) -> None:
+        """Replica (g, n) learns from x's stream side closed ts `closed` for LAI `at` (§3.4
+        forward)."""
         usable = And(usable, exists(s, ctx, g, n))
         applied = Or(at <= s.lai[g][n], ignore_lai)
-        take = And(usable, applied, closed > s.side_ts[g][n])
-        s.side_ts[g][n] = If(take, closed, s.side_ts[g][n])
-        s.side_lai[g][n] = If(take, at, s.side_lai[g][n])
+        take = And(usable, applied, closed > s.side_ts[x][g][n])
+        s.side_ts[x][g][n] = If(take, closed, s.side_ts[x][g][n])
+        s.side_lai[x][g][n] = If(take, at, s.side_lai[x][g][n])
         if stash:
-            later = And(usable, Not(applied), closed > s.next_ts[g][n])
-            s.next_ts[g][n] = If(later, closed, s.next_ts[g][n])
-            s.next_lai[g][n] = If(later, at, s.next_lai[g][n])
+            later = And(usable, Not(applied), closed > s.next_ts[x][g][n])
+            s.next_ts[x][g][n] = If(later, closed, s.next_ts[x][g][n])
+            s.next_lai[x][g][n] = If(later, at, s.next_lai[x][g][n])
 
     def promote(s: Any, g: int, n: int) -> None:
         """A stashed update becomes usable once its LAI has applied."""
-        if stash:
-            ready = And(s.next_ts[g][n] != NIL, s.next_lai[g][n] <= s.lai[g][n])
-            s.side_ts[g][n] = If(ready, Max(s.side_ts[g][n], s.next_ts[g][n]), s.side_ts[g][n])
-            s.side_lai[g][n] = If(ready, s.next_lai[g][n], s.side_lai[g][n])
-            s.next_ts[g][n] = If(ready, NIL, s.next_ts[g][n])
-            s.next_lai[g][n] = If(ready, 0, s.next_lai[g][n])
+        if not stash:
+            return
+        for x in range(S):
+            nts, nlai = s.next_ts[x][g][n], s.next_lai[x][g][n]
+            ready = And(nts != NIL, nlai <= s.lai[g][n])
+            s.side_ts[x][g][n] = If(ready, Max(s.side_ts[x][g][n], nts), s.side_ts[x][g][n])
+            s.side_lai[x][g][n] = If(ready, nlai, s.side_lai[x][g][n])
+            s.next_ts[x][g][n] = If(ready, NIL, nts)
+            s.next_lai[x][g][n] = If(ready, 0, nlai)
 
     ctx.hooks["after_apply"].append(promote)
 
     def effective_closed(s: Any, g: int, n: Any) -> Any:
-        """Replica (g, n) serves reads at its Raft closed ts or n1's side closed ts, the
-        latter only while its applied lease is n1's: only that stream is consulted (§3.3)."""
-        side = s.side_ts[g][n]
-        if ctx.lease_changes:
-            side = If(s.lholder[g][s.lseq[g][n]] == 0, side, NIL)
+        """Replica (g, n) serves reads at its Raft closed ts or the side closed ts from
+        the stream of the node its applied lease names (§3.3): only that stream counts."""
+        if not ctx.lease_changes:
+            return Max(s.closed[g][n], s.side_ts[0][g][n])
+        holder = s.lholder[g][s.lseq[g][n]]
+        side = NIL
+        for x in range(S - 1, -1, -1):
+            side = If(holder == x, s.side_ts[x][g][n], side)
         return Max(s.closed[g][n], side)
 
     ctx.hooks["effective_closed"] = effective_closed
 
-    def bump(s: Any, g: int, target: Any) -> Any:
-        """Whether n1's BumpSideTransportClosed succeeds for range g (§4.3)."""
-        known = Max(s.lai[g][0], s.forgot[g]) if p.restarts else s.lai[g][0]
-        inflight = in_flight(s, ctx, g, 0, known)
-        if ctx.lease_changes:  # a transfer is a proposal too, in flight until n1 applies it
+    def bump(s: Any, x: int, g: int, target: Any) -> Any:
+        """Whether sender x's BumpSideTransportClosed succeeds for range g (§4.3)."""
+        known = Max(s.lai[g][x], s.forgot[g]) if p.restarts and x == 0 else s.lai[g][x]
+        inflight = in_flight(s, ctx, g, x, known)
+        if ctx.lease_changes:  # a transfer is a proposal too, in flight until x applies it
             inflight = Or(inflight, *[And(j <= s.lcount[g], s.llai[g][j] > known)
                                       for j in range(2, ctx.lease_changes + 2)])
-        lb_ok = ForAll(range(W), lambda q: Implies(tracked_in(s, ctx, q, g), s.wts[q] > target))
-        conds = [exists(s, ctx, g, 0), target <= ceiling(s, ctx, g, node=0), lb_ok,
-                 target > s.assigned_closed[g], lease_ok(s, ctx, g, node=0),
+        if upper_bucket:  # reads b2's ts, not b1's
+            lb = s.tb_ts[g][1 - s.tb_first[g]]
+            lb_set: Any = lb != NIL
+        else:
+            lb_set, lb = tracker.lower_bound(s, g)
+        # MaybeForwardClosedLocked: fails if the bound is set and at or below the target
+        blocked = (lb < target if equal_ok else lb <= target)
+        lb_ok = True if lb_set is False else Not(And(lb_set, blocked))
+        conds = [exists(s, ctx, g, x), target <= ceiling(s, ctx, g, node=x), lb_ok,
+                 target > s.assigned_closed[g], lease_ok(s, ctx, g, node=x),
                  True if no_inflight_check else Not(inflight)]
         if ctx.structure == "merge" and g == 1:
             conds.append(Not(s.subsumed))  # MergeInProgress
         return And(*conds)
 
-    @m.action()
-    def publish(s):
-        """n1 tries to bump each range's closed ts and publishes the result (§4.1, §4.3)."""
-        require(s.pub_seq < P)
+    @m.action(x=range(S))
+    def publish(s, x):
+        """Sender x tries to bump each range it leads and publishes the result (§4.1,
+        §4.3)."""
+        require(s.pub_seq[x] < P)
+        if x > 0:  # n1's streams exist from the start; another node's once it leads
+            require(Or(*[Or(registered(s, g, x), s.pub_tracked[x][g]) for g in range(G)]))
         target = closed_target(s, ctx)
-        entries = []
+        grp = If(s.lead_policy, 1, 0) if K > 1 else 0
+        group_closed = [s.now - ctx.target] + ([s.now + ctx.lead] if K > 1 else [])
+        entries, bumps = [], []
         for g in range(G):
-            ok = bump(s, g, target)
-            here = s.lai[g][0]
-            if not no_floor:  # n1's own buffer, if n1 is the range's leaseholder
-                raise_floor = And(ok, s.lh[g] == 0) if ctx.lease_changes else ok
+            reg = registered(s, g, x)
+            ok = And(reg, bump(s, x, g, target))
+            here = s.lai[g][x]
+            if not no_floor:  # x's own buffer, if x is the range's leaseholder
+                raise_floor = And(ok, s.lh[g] == x) if ctx.lease_changes else ok
                 s.assigned_closed[g] = If(raise_floor, target, s.assigned_closed[g])
             s.claim_hi[g] = If(ok, Max(s.claim_hi[g], target), s.claim_hi[g])
-            s.side_ts[g][0] = If(ok, Max(s.side_ts[g][0], target), s.side_ts[g][0])
-            s.side_lai[g][0] = If(ok, here, s.side_lai[g][0])
-            removed = And(Not(ok), s.pub_tracked[g], not keep_failed)
-            upsert = And(ok, Or(Not(s.pub_tracked[g]), s.pub_lai[g] != here))
-            s.pub_tracked[g] = If(ok, True, If(removed, False, s.pub_tracked[g]))
-            s.pub_lai[g] = If(ok, here, s.pub_lai[g])
+            s.side_ts[x][g][x] = If(ok, Max(s.side_ts[x][g][x], target), s.side_ts[x][g][x])
+            s.side_lai[x][g][x] = If(ok, here, s.side_lai[x][g][x])
+            tracked = s.pub_tracked[x][g]
+            # a failed bump removes the range; so does a lease x no longer holds
+            removed = And(tracked, Not(ok), not keep_failed, Or(reg, not keep_moved))
+            changed = Or(Not(tracked), s.pub_lai[x][g] != here)
+            if K > 1:
+                changed = Or(changed, s.pub_grp[x][g] != grp)
+            upsert = And(ok, changed)
+            s.pub_tracked[x][g] = If(ok, True, If(removed, False, tracked))
+            s.pub_lai[x][g] = If(ok, here, s.pub_lai[x][g])
+            if K > 1:
+                s.pub_grp[x][g] = If(ok, grp, s.pub_grp[x][g])
             entries.append(If(removed, Entry.remove, If(upsert, Entry.upsert, Entry.none)))
-        s.pub_closed = target
-        s.pub_seq = s.pub_seq + 1
-        seq = s.pub_seq
-        s.hist_closed[seq] = s.pub_closed
+            bumps.append(If(ok, here, NIL))
+        for c in range(K):
+            s.pub_closed[x][c] = group_closed[c]
+        s.pub_seq[x] = s.pub_seq[x] + 1
+        seq = s.pub_seq[x]
+        for c in range(K):
+            s.hist_closed[x][seq][c] = s.pub_closed[x][c]
         for g in range(G):
-            s.hist_tracked[seq][g] = s.pub_tracked[g]
-            s.hist_lai[seq][g] = s.pub_lai[g]
-        for n in range(1, N):
-            k = s.q_len[n]
-            snap = s.fresh[n]
-            s.q_seq[n][k] = seq
-            s.q_snap[n][k] = snap
-            s.q_closed[n][k] = s.pub_closed
+            s.hist_tracked[x][seq][g] = s.pub_tracked[x][g]
+            s.hist_lai[x][seq][g] = s.pub_lai[x][g]
+            s.hist_bump[x][seq][g] = bumps[g]
+            if K > 1:
+                s.hist_grp[x][seq][g] = s.pub_grp[x][g]
+        for n in range(N):
+            if n == x:
+                continue
+            k = s.q_len[x][n]
+            snap = s.fresh[x][n]
+            s.q_seq[x][n][k] = seq
+            s.q_snap[x][n][k] = snap
+            for c in range(K):
+                s.q_closed[x][n][k][c] = s.pub_closed[x][c]
             for g in range(G):
-                s.q_entry[n][k][g] = If(snap, If(s.pub_tracked[g], Entry.upsert, Entry.none),
-                                        entries[g])
-                s.q_lai[n][k][g] = s.pub_lai[g]
-            s.q_len[n] = k + 1
-            s.fresh[n] = False
+                s.q_entry[x][n][k][g] = If(
+                    snap, If(s.pub_tracked[x][g], Entry.upsert, Entry.none), entries[g])
+                s.q_lai[x][n][k][g] = s.pub_lai[x][g]
+                if K > 1:
+                    s.q_grp[x][n][k][g] = s.pub_grp[x][g]
+            s.q_len[x][n] = k + 1
+            s.fresh[x][n] = False
 
-    @m.action(n=range(1, N))
-    def deliver(s, n):
-        """Node n's receiver applies the next message of n1's stream (§4.2)."""
-        require(s.q_len[n] > 0)
-        snap, seq, closed = s.q_snap[n][0], s.q_seq[n][0], s.q_closed[n][0]
-        in_order = And(s.rv_ok[n], seq == s.rv_seq[n] + 1)
+    streams = [(x, n) for x in range(S) for n in range(N) if n != x]
+
+    @m.action(x=range(S), n=range(N))
+    def deliver(s, x, n):
+        """Node n's receiver applies the next message of sender x's stream (§4.2)."""
+        require(n != x)
+        require(s.q_len[x][n] > 0)
+        r = view(x)
+        snap, seq = s.q_snap[x][n][0], s.q_seq[x][n][0]
+        in_order = And(s.rv_ok[r][n], seq == s.rv_seq[r][n] + 1)
         require(Or(snap, in_order, gaps_ok))  # a gap cannot happen on one stream
-        previous = s.rv_closed[n]
+        ok_before = s.rv_ok[r][n]
+        if removal_new:  # lastClosed is set before the removed ranges are handed over
+            for c in range(K):
+                s.rv_closed[r][n][c] = s.q_closed[x][n][0][c]
         for g in range(G):
-            entry, at = s.q_entry[n][0][g], s.q_lai[n][0][g]
+            entry, at = s.q_entry[x][n][0][g], s.q_lai[x][n][0][g]
             # a removal first hands the previous closed ts over, for the previous LAI
-            offer(s, g, n, previous, s.rv_lai[n][g],
-                  And(s.rv_ok[n], s.rv_tracked[n][g], entry == Entry.remove))
+            offer(s, x, g, n, rv_range_closed(s, r, n, g), s.rv_lai[r][n][g],
+                  And(ok_before, s.rv_tracked[r][n][g], entry == Entry.remove))
             tracked_now = If(snap, entry == Entry.upsert,
                              If(entry == Entry.upsert, True,
-                                If(entry == Entry.remove, False, s.rv_tracked[n][g])))
-            s.rv_lai[n][g] = If(tracked_now, If(entry == Entry.upsert, at, s.rv_lai[n][g]), 0)
-            s.rv_tracked[n][g] = tracked_now
-            offer(s, g, n, closed, s.rv_lai[n][g], tracked_now)
-        s.rv_closed[n] = closed
-        s.rv_seq[n] = seq
-        s.rv_ok[n] = True
+                                If(entry == Entry.remove, False, s.rv_tracked[r][n][g])))
+            s.rv_lai[r][n][g] = If(tracked_now, If(entry == Entry.upsert, at,
+                                                   s.rv_lai[r][n][g]), 0)
+            if K > 1:
+                s.rv_grp[r][n][g] = If(tracked_now, If(entry == Entry.upsert,
+                                                       s.q_grp[x][n][0][g],
+                                                       s.rv_grp[r][n][g]), 0)
+            s.rv_tracked[r][n][g] = tracked_now
+        if not removal_new:
+            for c in range(K):
+                s.rv_closed[r][n][c] = s.q_closed[x][n][0][c]
+        for g in range(G):
+            offer(s, x, g, n, rv_range_closed(s, r, n, g), s.rv_lai[r][n][g],
+                  s.rv_tracked[r][n][g])
+        s.rv_seq[r][n] = seq
+        s.rv_ok[r][n] = True
         for i in range(P - 1):
-            s.q_seq[n][i] = s.q_seq[n][i + 1]
-            s.q_snap[n][i] = s.q_snap[n][i + 1]
-            s.q_closed[n][i] = s.q_closed[n][i + 1]
+            s.q_seq[x][n][i] = s.q_seq[x][n][i + 1]
+            s.q_snap[x][n][i] = s.q_snap[x][n][i + 1]
+            for c in range(K):
+                s.q_closed[x][n][i][c] = s.q_closed[x][n][i + 1][c]
             for g in range(G):
-                s.q_entry[n][i][g] = s.q_entry[n][i + 1][g]
-                s.q_lai[n][i][g] = s.q_lai[n][i + 1][g]
-        clear_slot(s, n, P - 1, G)
-        s.q_len[n] = s.q_len[n] - 1
+                s.q_entry[x][n][i][g] = s.q_entry[x][n][i + 1][g]
+                s.q_lai[x][n][i][g] = s.q_lai[x][n][i + 1][g]
+                if K > 1:
+                    s.q_grp[x][n][i][g] = s.q_grp[x][n][i + 1][g]
+        clear_slot(s, x, n, P - 1)
+        s.q_len[x][n] = s.q_len[x][n] - 1
+
+    def clear_slot(s: Any, x: int, n: int, i: int) -> None:
+        """Empty queue slot i of the stream from x to n."""
+        s.q_seq[x][n][i], s.q_snap[x][n][i] = 0, False
+        for c in range(K):
+            s.q_closed[x][n][i][c] = NIL
+        for g in range(G):
+            s.q_entry[x][n][i][g], s.q_lai[x][n][i][g] = Entry.none, 0
+            if K > 1:
+                s.q_grp[x][n][i][g] = 0
+
+    def drop_stream(s: Any, x: int, n: int, keep_receiver: bool = False) -> None:
+        """The stream from x to n is gone: its queue is lost and, unless `keep_receiver`
+        (DeltaAfterGap), so is the receiver's state for x; the next stream starts with a
+        snapshot. Replicas keep what they copied (SideBreakForgetsCopies loses it)."""
+        for i in range(P):
+            clear_slot(s, x, n, i)
+        s.q_len[x][n] = 0
+        if keep_receiver:
+            return
+        r = view(x)
+        s.rv_ok[r][n], s.rv_seq[r][n] = False, 0
+        for c in range(K):
+            s.rv_closed[r][n][c] = NIL
+        for g in range(G):
+            s.rv_tracked[r][n][g], s.rv_lai[r][n][g] = False, 0
+            if K > 1:
+                s.rv_grp[r][n][g] = 0
+            if break_forgets:
+                s.side_ts[x][g][n], s.side_lai[x][g][n] = NIL, 0
+                if stash:
+                    s.next_ts[x][g][n], s.next_lai[x][g][n] = NIL, 0
+        s.fresh[x][n] = True
+
+    ctx.hooks["side_drop_stream"] = drop_stream
 
     if p.stream_breaks:
-        @m.action(n=range(1, N))
-        def break_stream(s, n):
-            """The stream to node n breaks: its queued messages are lost, and so is the
-            receiver's state; the next message, on a new stream, is a snapshot. Under
-            DeltaAfterGap the receiver keeps its state and takes the next delta."""
-            require(s.q_len[n] > 0)
-            drop_stream(s, n, P, G, keep_receiver=gaps_ok)
+        @m.action(x=range(S), n=range(N))
+        def break_stream(s, x, n):
+            """The stream from x to node n breaks: its queued messages are lost, and so is
+            the receiver's state for x; the next message, on a new stream, is a snapshot.
+            Under DeltaAfterGap the receiver keeps its state and takes the next delta."""
+            require(n != x)
+            require(s.q_len[x][n] > 0)
+            drop_stream(s, x, n, keep_receiver=gaps_ok)
+
+    slots = [(x, g, n) for x in range(S) for g in range(G) for n in range(N)]
 
     def SideClaimUsedOnlyOnceApplied(s):  # noqa: N802 - property names are CamelCase
         """A replica uses a side-transport closed ts only for an LAI it has applied (A5)."""
-        return ForAll([(g, n) for g in range(G) for n in range(N)],
-                      lambda gn: s.side_lai[gn[0]][gn[1]] <= s.lai[gn[0]][gn[1]])
+        return ForAll(slots, lambda xgn: s.side_lai[xgn[0]][xgn[1]][xgn[2]]
+                      <= s.lai[xgn[1]][xgn[2]])
 
     def ReceiverMatchesSender(s):  # noqa: N802
-        """After each delivered message, the receiver's state equals the sender's state
-        after the publish that produced it (A13)."""
-        def matches(n: int) -> Any:
-            seq = s.rv_seq[n]
-            return And(s.rv_closed[n] == s.hist_closed[seq], *[And(
-                s.rv_tracked[n][g] == s.hist_tracked[seq][g],
-                Implies(s.rv_tracked[n][g], s.rv_lai[n][g] == s.hist_lai[seq][g]))
-                for g in range(G)])
-        return ForAll(range(1, N), lambda n: Implies(s.rv_ok[n], matches(n)))
+        """After each delivered message of sender x, node n's state for x's stream equals
+        x's state after the publish that produced it: the group closed ts, the tracked
+        set, and each tracked range's LAI and closed ts; and each tracked range's bump
+        succeeded in that publish at that LAI, x's applied LAI (A13)."""
+        def matches(x: int, n: int) -> Any:
+            r = view(x)
+            seq = s.rv_seq[r][n]
+            conds = [s.rv_closed[r][n][c] == s.hist_closed[x][seq][c] for c in range(K)]
+            for g in range(G):
+                sent = s.hist_closed[x][seq][0] if K == 1 else pick(
+                    [s.hist_closed[x][seq][c] for c in range(K)], s.hist_grp[x][seq][g])
+                conds.append(s.rv_tracked[r][n][g] == s.hist_tracked[x][seq][g])
+                conds.append(Implies(s.rv_tracked[r][n][g], And(
+                    s.rv_lai[r][n][g] == s.hist_lai[x][seq][g],
+                    s.rv_lai[r][n][g] == s.hist_bump[x][seq][g],
+                    rv_range_closed(s, r, n, g) == sent)))
+            return Implies(s.rv_ok[r][n], And(*conds))
+        return ForAll(streams, lambda xn: matches(*xn))
+
+    def delivered(before: Any, after: Any, x: int, n: int) -> Any:
+        """This step delivered the head of x's stream to n."""
+        r = view(x)
+        return And(before.q_len[x][n] > 0, after.q_len[x][n] == before.q_len[x][n] - 1,
+                   after.rv_ok[r][n], after.rv_seq[r][n] == before.q_seq[x][n][0])
+
+    def RemovalKeepsPreviousClosed(before, after):  # noqa: N802
+        """A range a delivered message removes gets only the previous message's closed ts
+        of its group, for its tracked LAI: the new message's closed ts does not cover it
+        (A13; §4.2 step 2)."""
+        def kept(x: int, n: int, g: int) -> Any:
+            r = view(x)
+            prev = rv_range_closed(before, r, n, g)
+            removal = And(delivered(before, after, x, n), before.rv_ok[r][n],
+                          before.rv_tracked[r][n][g],
+                          before.q_entry[x][n][0][g] == Entry.remove)
+            conds = [Or(after.side_ts[x][g][n] == before.side_ts[x][g][n],
+                        after.side_ts[x][g][n] == prev)]
+            if stash:
+                conds.append(Or(after.next_ts[x][g][n] == before.next_ts[x][g][n],
+                                after.next_ts[x][g][n] == prev))
+            return Implies(removal, And(*conds))
+        return ForAll([(x, n, g) for x, n in streams for g in range(G)],
+                      lambda xng: kept(*xng))
+
+    def SideLAINeverRegresses(before, after):  # noqa: N802
+        """A receiver never lowers the LAI of a range it keeps tracking for a stream, and
+        a replica never takes a higher side closed ts for a lower LAI than the one it
+        uses (§4.2, §3.4: the implementation's fatal "higher closed timestamp but lower
+        LAI"; A4, A5)."""
+        def stream_ok(x: int, n: int, g: int) -> Any:
+            r = view(x)
+            return Implies(And(before.rv_ok[r][n], before.rv_tracked[r][n][g],
+                               after.rv_ok[r][n], after.rv_tracked[r][n][g]),
+                           after.rv_lai[r][n][g] >= before.rv_lai[r][n][g])
+
+        def slot_ok(x: int, g: int, n: int) -> Any:
+            return Implies(after.side_ts[x][g][n] > before.side_ts[x][g][n],
+                           after.side_lai[x][g][n] >= before.side_lai[x][g][n])
+        return And(ForAll([(x, n, g) for x, n in streams for g in range(G)],
+                          lambda xng: stream_ok(*xng)),
+                   ForAll(slots, lambda xgn: slot_ok(*xgn)))
+
+    def SideClosedNeverRegresses(before, after):  # noqa: N802
+        """The side closed ts a replica holds from one sender's stream never goes down,
+        across breaks and reconnects included: a replica keeps what it copied (A6;
+        §3.4, results never regress, #68313)."""
+        return ForAll(slots, lambda xgn: after.side_ts[xgn[0]][xgn[1]][xgn[2]]
+                      >= before.side_ts[xgn[0]][xgn[1]][xgn[2]])
 
     m.invariant(SideClaimUsedOnlyOnceApplied)
     m.invariant(ReceiverMatchesSender)
-
-
-def drop_stream(s: Any, n: int, publishes: int, ranges: int, keep_receiver: bool = False) -> None:
-    """The stream to node n is gone: its queue is lost and, unless `keep_receiver`
-    (DeltaAfterGap), so is the receiver's state; the next stream starts with a snapshot."""
-    for i in range(publishes):
-        clear_slot(s, n, i, ranges)
-    s.q_len[n] = 0
-    if keep_receiver:
-        return
-    s.rv_ok[n], s.rv_seq[n], s.rv_closed[n] = False, 0, NIL
-    for g in range(ranges):
-        s.rv_tracked[n][g], s.rv_lai[n][g] = False, 0
-    s.fresh[n] = True
-
-
-def clear_slot(s: Any, n: int, i: int, ranges: int) -> None:
-    """Empty queue slot i of the stream to node n."""
-    s.q_seq[n][i], s.q_snap[n][i], s.q_closed[n][i] = 0, False, NIL
-    for g in range(ranges):
-        s.q_entry[n][i][g], s.q_lai[n][i][g] = Entry.none, 0
+    m.step_invariant(RemovalKeepsPreviousClosed)
+    m.step_invariant(SideLAINeverRegresses)
+    m.step_invariant(SideClosedNeverRegresses)

@@ -8,9 +8,14 @@ r2 replica is created with the closed ts the split command carried, forwarded
 to the r1 replica's own closed ts, and on the leaseholder r2's proposal buffer
 starts from it (RFC "Splits and Merges"; `splitPreApply`, `leasePostApplyLocked`).
 
+r2 starts with a copy of the lease r1's leaseholder evaluated the split under
+(the split trigger copies the left-hand lease; `splitPostApply` then runs the lease
+hook on r2), and with r1's timestamp cache; from then on each range's lease changes
+on its own, so r2 may move to another node.
+
 Switches: SplitClosedAtEval, the RFC's rejected alternative, starts r2 at the
 closed ts known when the split was evaluated; SplitRHSZero starts it at nothing
-and leaves r2's buffer unseeded. Scope: n1 keeps both leases.
+and leaves r2's buffer unseeded.
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         require(may_evaluate(s, ctx, 0))
         require(quiet(s, ctx, 0))
         require(Not(in_flight(s, ctx, 0, leaseholder(s, ctx, 0))))
+        if ctx.lease_changes:  # the trigger carries a copy of r1's lease for r2
+            lh = s.lh[0]
+            lease = s.lseq[0][lh]
+            s.lholder[1][1], s.lstart[1][1], s.lexp[1][1] = lh, s.lstart[0][lease], \
+                s.lexp[0][lease]
+            s.lh[1], s.lh_low[1] = lh, s.lh_low[0]  # one timestamp cache per store
         if at_eval:  # the closed ts a proposal flushed now would carry, put in the trigger
             s.wevc[X] = Max(s.assigned_closed[0],
                             Min(closed_target(s, ctx), ceiling(s, ctx, 0)))
@@ -58,7 +69,10 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         # every claim on r1 so far covered r2's keys: r2 inherits them (ghost)
         s.split_base = If(first, s.claim_hi[0], s.split_base)
         s.claim_hi[1] = If(first, Max(s.claim_hi[1], s.claim_hi[0]), s.claim_hi[1])
-        seeded = And(ok, n == leaseholder(s, ctx, 0))
+        # the lease hook on r2 seeds the proposal buffer of r2's leaseholder
+        # (SplitSeedsEvaluatingNode: of r1's, even after r2's lease moved away)
+        rhs_holder = leaseholder(s, ctx, 0 if ctx.mutated("SplitSeedsEvaluatingNode") else 1)
+        seeded = And(ok, n == rhs_holder)
         s.assigned_closed[1] = If(seeded, NIL if zero else s.closed[1][n],
                                   s.assigned_closed[1])
 

@@ -55,21 +55,38 @@ class Tracker:
                       lambda q: Not(And(tracked_in(s, self.ctx, q, g), s.tok[q] == b)))
 
     # -- Track ---------------------------------------------------------------------
-    def track(self, s: Any, g: int, w: int, ts: Any) -> None:
+    def track(self, s: Any, g: int, w: int, ts: Any, when: Any = True) -> None:
         """Write w starts evaluating on range g at `ts` (already above the floor); sets
-        s.wts[w]."""
+        s.wts[w]. With `when` (a condition), only if it holds: a command re-tracked for a
+        reproposal (`raft.apply`)."""
         if self.rfc is not None:
+            if when is not True:
+                raise ValueError("the RFC tracker is not modelled with reproposals")
             self.rfc.enter(s, w, ts, s.now, floor=s.assigned_closed[0])
             return
-        s.wts[w] = ts
+        s.wts[w] = If(when, ts, s.wts[w]) if when is not True else ts
         if self.kind != "impl":
             return
         b1 = s.tb_first[g]
         t1 = s.tb_ts[g][b1]
         joined = If(Or(t1 == NIL, ts <= t1), b1, 1 - b1)
         old = s.tb_ts[g][joined]
-        s.tb_ts[g][joined] = If(Or(old == NIL, old > ts), ts, old)  # extendAndJoin
-        s.tok[w] = joined
+        lowered = If(Or(old == NIL, old > ts), ts, old)  # extendAndJoin
+        s.tb_ts[g][joined] = If(when, lowered, old) if when is not True else lowered
+        s.tok[w] = If(when, joined, s.tok[w]) if when is not True else joined
+
+    def reset(self, s: Any, g: int, when: Any) -> None:
+        """Range g's tracker is another node's from now on (when `when`): the writes the
+        old holder tracked have failed (`leases.fail_stranded`), so it starts empty."""
+        if self.rfc is not None:
+            raise ValueError("the RFC tracker is not modelled with lease changes")
+        if self.kind != "impl":
+            return  # the heap's bound is read from the tracked writes themselves
+        for b in range(2):
+            s.tb_ts[g][b] = If(when, NIL, s.tb_ts[g][b])
+        s.tb_first[g] = If(when, 0, s.tb_first[g])
+        for q in range(self.ctx.writes):
+            s.tok[q] = If(And(when, in_range(s, self.ctx, q, g)), 0, s.tok[q])
 
     def _untrack(self, s: Any, g: int, w: int) -> None:
         """Untrack (impl): the last one out resets its bucket; a drained b1 swaps with b2."""

@@ -3,13 +3,14 @@
 Each node shows its replicas (applied index, LAI, closed ts from Raft and from the
 side transport, the lease it applied), and, for the ranges it leads, its proposal
 buffer: the tracker's buckets, the buffered proposals, the assigned LAI and closed
-ts, and the write floor. Its writes, its follower reads and, on the side-transport
-sender and receivers, their stream state follow; the follower reads recorded so
-far are a table of the whole system (lane ""). Events: a flushed proposal
-appended to the Raft log goes from the leaseholder to every replica, each
-application happens on its node, a side-transport publish goes from n1 to its
-receivers, a delivery happens on the receiver, a lease transfer goes from the old
-leaseholder to the new one, and a follower read happens on the node that served it.
+ts, and the write floor. Its writes, its follower reads and its side transport follow
+(its sender's state if it may send, its receiver's state for each other sender's
+stream); the follower reads recorded so far are a table of the whole system (lane "").
+Events: a flushed proposal appended to the Raft log goes from the leaseholder to every
+replica, each application happens on its node, a side-transport publish goes from its
+sender to every other node, a delivery happens on the receiver, a lease transfer goes
+from the old leaseholder to the new one, and a follower read happens on the node that
+served it.
 """
 
 from __future__ import annotations
@@ -57,7 +58,13 @@ def _lease(s: dict, g: int, n: int) -> str:
 
 
 def _proposal(s: dict, w: int) -> str:
-    return f"w{w + 1}" if w < len(s["wkey"]) else "split/merge"
+    """A buffered or logged command: a write, the split or merge, or lease command j
+    (ids from len(wphase) on)."""
+    if w < len(s["wkey"]):
+        return f"w{w + 1}"
+    if w < len(s["wphase"]):
+        return "split/merge"
+    return f"lease #{w - len(s['wphase']) + 2}"
 
 
 def _tracker(s: dict, g: int) -> str:
@@ -73,8 +80,8 @@ def _tracker(s: dict, g: int) -> str:
 
 def _floor(s: dict, g: int) -> int:
     floor = s["assigned_closed"][g] + 1
-    if "lh_low" in s:
-        floor = max(floor, s["lh_low"][g])
+    if "lh_low" in s:  # writes land strictly above the lease start
+        floor = max(floor, s["lh_low"][g] + 1)
     return floor
 
 
@@ -92,7 +99,7 @@ def tables(s: dict) -> dict[str, list[Table]]:
             row: list[Any] = [range_name(g), s["applied"][g][n], s["lai"][g][n],
                               _ts(s["closed"][g][n])]
             if side:
-                row.append(_ts(s["side_ts"][g][n]))
+                row.append(_side_closed(s, g, n))
             row.append(_lease(s, g, n))
             rows.append(row)
         lane_tables = [Table.of("replicas", columns, rows)]
@@ -115,7 +122,7 @@ def tables(s: dict) -> dict[str, list[Table]]:
                     "writes", ["write", "key", "ts", "phase", "LAI", "carries", "accepted"],
                     writes))
         if side:
-            lane_tables.append(_side_table(s, n))
+            lane_tables += _side_tables(s, n)
         out[lane] = lane_tables
     reads = [[f"read {i + 1}", f"{s['rkey'][i]}@{s['rts'][i]}",
               ", ".join(f"w{w + 1}" for w, saw in enumerate(s["robs"][i]) if saw) or "none"]
@@ -125,17 +132,66 @@ def tables(s: dict) -> dict[str, list[Table]]:
     return out
 
 
-def _side_table(s: dict, n: int) -> Table:
-    if n == 0:
-        tracked = " ".join(f"{range_name(g)}@LAI {s['pub_lai'][g]}"
-                           for g in range(_ranges(s)) if s["pub_tracked"][g]) or "none"
-        return Table.of("side transport (sender)", ["seq", "closed", "tracked"],
-                        [[s["pub_seq"], _ts(s["pub_closed"]), tracked]])
-    tracked = " ".join(f"{range_name(g)}@LAI {s['rv_lai'][n][g]}"
-                       for g in range(_ranges(s)) if s["rv_tracked"][n][g]) or "none"
-    state = f"seq {s['rv_seq'][n]}" if s["rv_ok"][n] else "no stream state"
-    return Table.of("side transport (receiver)", ["stream", "closed", "tracked", "queued"],
-                    [[state, _ts(s["rv_closed"][n]), tracked, s["q_len"][n]]])
+GROUP_NAMES = ("LAG", "LEAD")
+
+
+def _senders(s: dict) -> int:
+    return len(s["pub_seq"])
+
+
+def _groups(closed: list[int]) -> str:
+    """A message's closed ts per policy group: just the value with one group."""
+    if len(closed) == 1:
+        return _ts(closed[0])
+    return " ".join(f"{GROUP_NAMES[c]} {_ts(v)}" for c, v in enumerate(closed))
+
+
+def _tracked_text(tracked: list[bool], lai: list[int], grp: list[int] | None) -> str:
+    out = []
+    for g, on in enumerate(tracked):
+        if on:
+            where = f" ({GROUP_NAMES[grp[g]]})" if grp is not None else ""
+            out.append(f"{range_name(g)}@LAI {lai[g]}{where}")
+    return " ".join(out) or "none"
+
+
+def _side_holder(s: dict, g: int, n: int) -> int | None:
+    """The sender whose stream replica (g, n) consults: its applied lease's holder."""
+    holder = s["lholder"][g][s["lseq"][g][n]] if "lseq" in s else 0
+    return holder if holder < _senders(s) else None
+
+
+def _side_closed(s: dict, g: int, n: int) -> str:
+    x = _side_holder(s, g, n)
+    if x is None:
+        return "-"
+    value = _ts(s["side_ts"][x][g][n])
+    return value if _senders(s) == 1 else f"{value} (from {node_name(x)})"
+
+
+def _side_tables(s: dict, n: int) -> list[Table]:
+    """Node n's side transport: its sender (if it may send), and its receiver's state for
+    each other sender's stream."""
+    out = []
+    grp = "pub_grp" in s
+    if n < _senders(s):
+        out.append(Table.of("side transport (sender)", ["seq", "closed", "tracked"], [[
+            s["pub_seq"][n], _groups(s["pub_closed"][n]),
+            _tracked_text(s["pub_tracked"][n], s["pub_lai"][n],
+                          s["pub_grp"][n] if grp else None)]]))
+    rows = []
+    for x in range(_senders(s)):
+        if x == n:
+            continue
+        state = f"seq {s['rv_seq'][x][n]}" if s["rv_ok"][x][n] else "no stream state"
+        rows.append([node_name(x), state, _groups(s["rv_closed"][x][n]),
+                     _tracked_text(s["rv_tracked"][x][n], s["rv_lai"][x][n],
+                                   s["rv_grp"][x][n] if grp else None),
+                     s["q_len"][x][n]])
+    if rows:
+        out.append(Table.of("side transport (receiver)",
+                            ["from", "stream", "closed", "tracked", "queued"], rows))
+    return out
 
 
 def events(step: Step) -> list[Event]:
@@ -148,6 +204,10 @@ def events(step: Step) -> list[Event]:
         return [Event(lh, f"w{p['w'] + 1} evaluates {p['k']}@{after['wts'][p['w']]}")]
     if a == "flush":
         w = p["w"]
+        if w >= len(before["wphase"]):
+            j = w - len(before["wphase"]) + 2
+            return [Event(lh, f"flush lease #{j}: LAI {after['llai'][g][j] or '-'}, closed "
+                              f"{_ts(after['lcts'][g][j])}")]
         return [Event(lh, f"flush {_proposal(before, w)}: LAI {after['wlai'][w]}, closed "
                           f"{_ts(after['wcts'][w])}")]
     if a == "append":
@@ -163,15 +223,19 @@ def events(step: Step) -> list[Event]:
     if a == "read":
         return [Event(node_name(p["n"]), f"read {p['k']}@{p['t']}")]
     if a == "publish":
-        receivers = tuple(node_name(n) for n in range(1, _nodes(before)))
-        return [Event("n1", f"side #{after['pub_seq']}: closed {_ts(after['pub_closed'])}",
-                      receivers)]
+        x = p["x"]
+        receivers = tuple(node_name(n) for n in range(_nodes(before)) if n != x)
+        return [Event(node_name(x), f"side #{after['pub_seq'][x]}: closed "
+                                    f"{_groups(after['pub_closed'][x])}", receivers)]
     if a == "deliver":
-        return [Event(node_name(p["n"]), f"takes side #{before['q_seq'][p['n']][0]}")]
+        x, n = p["x"], p["n"]
+        return [Event(node_name(n), f"takes {node_name(x)}'s side #{before['q_seq'][x][n][0]}")]
     if a == "break_stream":
-        return [Event(node_name(p["n"]), "stream from n1 breaks")]
+        return [Event(node_name(p["n"]), f"stream from {node_name(p['x'])} breaks")]
     if a == "transfer_lease":
         return [Event(lh, f"transfer {range_name(g)}'s lease", (node_name(p["x"]),))]
+    if a == "extend_lease":
+        return [Event(lh, f"extends {range_name(g)}'s lease")]
     if a == "request_lease":
         return [Event(node_name(p["x"]), f"requests {range_name(g)}'s lease")]
     if a in ("evaluate_split", "evaluate_merge", "subsume"):
