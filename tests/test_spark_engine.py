@@ -9,6 +9,9 @@ tests fail, saying so (they are never skipped).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,8 @@ from tests.specs.multi_init import MULTI_INIT
 from tests.specs.probe import PROBE
 from tests.test_bfs import GRID as PADDED_GRID
 from tests.test_bfs import OVERFLOW
+
+REPO = Path(__file__).resolve().parent.parent
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # The small models of the suite; bench/spark_vs_local.py --suite compares every model.
@@ -245,6 +250,23 @@ def test_cli_runs_resumes_and_refuses(spark, tmp_path):
                                "--master", LOCAL, "--run-dir", str(run_dir)))
     assert "is not empty (to continue that run, use --resume)" in line
     assert (run_dir / "run.json").exists() and (run_dir / "level=0").is_dir()
+
+
+def test_executors_use_the_drivers_interpreter_from_a_venv_not_activated(tmp_path):
+    """Run from a venv that is not activated, with a `python3` on the PATH that lacks
+    numpy and pyarrow: the executors still run the driver's interpreter (issue: PySpark
+    takes its workers' Python from $PYSPARK_PYTHON, not from spark.pyspark.python)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env["PATH"] = "/usr/bin:/bin"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"), "check", "mutation_heap_ignores_tracked",
+         "--engine", "spark", "--master", "local[1]", "--max-depth", "1",
+         "--run-dir", str(tmp_path / "run")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert "No module named" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "level   1 | new" in done.stderr
 
 
 # --- two executor processes (keep last: they replace the local session) ------------------------

@@ -207,14 +207,18 @@ NAIVE_LIVENESS_LIMIT = 5_000  # the naive liveness oracle is quadratic in the st
 
 @cache
 def _size(path: Path) -> int:
-    """Distinct states of a model with its properties off, counted by the engine (the
-    first levels suffice to show a model is too big)."""
+    """Distinct states of a model with its properties off, counted by the engine: exact
+    up to the oracle's limit, and past it only as far as the first depth (doubling from
+    6) that shows the model is too big, so a large model costs a few levels, not a full
+    search."""
     check, options = _engine()
     machine = _unchecked(_model(path)[0])
-    shallow = check(machine, options(deadlock=False, max_depth=6)).stats["distinct_states"]
-    if shallow > NAIVE_LIMIT:
-        return shallow
-    return check(machine, options(deadlock=False)).stats["distinct_states"]
+    depth = 6
+    while True:
+        stats = check(machine, options(deadlock=False, max_depth=depth)).stats
+        if stats["distinct_states"] > NAIVE_LIMIT or stats["diameter"] < depth:
+            return stats["distinct_states"]
+        depth *= 2
 
 
 def _naive(path: Path, machine: Machine, **kwargs: Any) -> Any:

@@ -479,8 +479,21 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         return ForAll(slots, lambda xgn: after.side_ts[xgn[0]][xgn[1]][xgn[2]]
                       >= before.side_ts[xgn[0]][xgn[1]][xgn[2]])
 
+    def SideClaimsBelowLeaseExpiration(before, after):  # noqa: N802
+        """A closed ts a sender's bump claims is below the expiration of the lease the
+        sender has applied (A17; §6 ClosedTimestampUpperBound, TargetOverLeaseExpiration
+        in the sender)."""
+        def below(x: int, g: int) -> Any:
+            seq = after.pub_seq[x]
+            claimed = after.hist_closed[x][seq][after.hist_grp[x][seq][g] if K > 1 else 0]
+            limit = before.lexp[g][before.lseq[g][x]] if ctx.lease_changes else ctx.lease_exp
+            return Implies(And(seq != before.pub_seq[x], after.hist_bump[x][seq][g] != NIL),
+                           claimed < limit)
+        return ForAll([(x, g) for x in range(S) for g in range(G)], lambda xg: below(*xg))
+
     m.invariant(SideClaimUsedOnlyOnceApplied)
     m.invariant(ReceiverMatchesSender)
+    m.step_invariant(SideClaimsBelowLeaseExpiration)
     m.step_invariant(RemovalKeepsPreviousClosed)
     m.step_invariant(SideLAINeverRegresses)
     m.step_invariant(SideClosedNeverRegresses)

@@ -46,7 +46,11 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
     # Spark's own logs (Java stack traces included) stay off the terminal unless debugging
     settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_log_config()}"
     if _LOCAL_MASTER.fullmatch(master):  # executors run here: this interpreter
-        settings["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON", sys.executable)
+        # PySpark starts its workers with $PYSPARK_PYTHON (else `python3` on the PATH), not
+        # with the spark.pyspark.python setting: from a venv that is not activated, that
+        # would be an interpreter without numpy and pyarrow. A user's choice is kept.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     if driver_memory:
         settings["spark.driver.memory"] = driver_memory
     builder = SparkSession.builder.master(master).appName("ctmc")
