@@ -177,3 +177,22 @@ def test_mechanism_switches_are_checked(params, mutations, message):
     with pytest.raises(SpecError, match=message):
         LOG_DRIVEN.instantiate({"nodes": 2, "keys": 1, "writes": 1, "reads": 0, **params},
                                mutations)
+
+
+SPLIT = {"nodes": 2, "keys": 2, "writes": 1, "reads": 0, "max_ts": 3, "target": 1,
+         "structure": "split", "lease_changes": 1}
+
+
+def test_a_split_after_r1s_lease_moved_gives_r2_a_copy_of_the_new_lease():
+    """n1 transfers r1 to n2; n2 evaluates the split under its own lease, and r2 starts
+    with a copy of it on n2, its buffer seeded there."""
+    s = play(SPLIT, ["transfer_lease(g=0, x=1)", "flush(g=0, w=2)", "append_lease(g=0, j=2)",
+                     "apply(g=0, n=1)", "evaluate_split()", "flush(g=0, w=1)",
+                     "append(g=0, w=1)", "apply(g=0, n=1)"])
+    evaluated = s[5]
+    assert evaluated["wseq"][1] == 2  # stamped with r1's current lease
+    assert (evaluated["lholder"][1][1], evaluated["lh"][1]) == (1, 1)
+    applied = s[-1]
+    assert applied["accepted"][1] and applied["span_changed"] == [False, True]
+    assert applied["assigned_closed"][1] == applied["closed"][1][1]
+

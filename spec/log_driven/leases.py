@@ -240,7 +240,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
     def fail_stranded(s: Any, g: int, moved: Any) -> None:
         """The old holder's writes that never left its node fail when another node's
         buffer takes over: its tracker and buffer are no longer the range's."""
-        for w in range(W):
+        for w in range(P):  # the writes, and a split or merge command of r1
             stranded = And(moved, in_range(s, ctx, w, g), Or(
                 s.wphase[w] == WPhase.evaluating, s.wphase[w] == WPhase.buffered,
                 s.wphase[w] == WPhase.released))

@@ -20,7 +20,7 @@ from typing import Any
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Not, Or, require
 from spec.log_driven.follower_reads import effective_closed
 from spec.log_driven.parts import NIL, Ctx, WPhase, leaseholder
-from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet
+from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet, stamp_lease
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -55,6 +55,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         require(s.wphase[X] == WPhase.idle)
         require(may_evaluate(s, ctx, 0))
         require(ForAll(range(N), lambda n: s.lai[1][n] >= s.merge_lai))
+        stamp_lease(s, ctx, 0, X)
         enqueue(s, ctx, 0, X)
 
     def apply_merge(s: Any, n: int, ok: Any, first: Any) -> None:

@@ -75,8 +75,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         require(s.wphase[w] == WPhase.idle)
         require(may_evaluate(s, ctx, g))
         require(covers(s, ctx, g, k, leaseholder(s, ctx, g)))
-        if ctx.lease_changes:
-            s.wseq[w] = lease_base(s, ctx, g, s.lseq[g][leaseholder(s, ctx, g)])
+        stamp_lease(s, ctx, g, w)
         ts = Max(c, write_floor(s, ctx, g, k)) if floor_on_track else c
         tracker.track(s, g, w, ts)
         if G > 1:
@@ -231,10 +230,22 @@ def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
 
 
 def struct_pending(s: Any, ctx: Ctx) -> Any:
-    """The split or merge command has been evaluated but its leaseholder has not
-    applied it yet."""
-    return And(s.wphase[ctx.struct] != WPhase.idle,
-               Not(s.span_changed[leaseholder(s, ctx, 0)]))
+    """The split or merge command has been evaluated under r1's current lease and its
+    leaseholder has not applied it yet (its latches are held). One evaluated under an
+    earlier lease blocks nothing: it can only be rejected below Raft."""
+    lh = leaseholder(s, ctx, 0)
+    X = ctx.struct
+    conds = [s.wphase[X] != WPhase.idle, s.wphase[X] != WPhase.failed,
+             Not(s.span_changed[lh])]
+    if ctx.lease_changes:
+        conds.append(s.wseq[X] == lease_base(s, ctx, 0, s.lseq[0][lh]))
+    return And(*conds)
+
+
+def stamp_lease(s: Any, ctx: Ctx, g: int, w: int) -> None:
+    """Proposal w is evaluated under the lease range g's leaseholder applied."""
+    if ctx.lease_changes:
+        s.wseq[w] = lease_base(s, ctx, g, s.lseq[g][leaseholder(s, ctx, g)])
 
 
 def in_flight(s: Any, ctx: Ctx, g: int, node: Any, known: Any = None) -> Any:

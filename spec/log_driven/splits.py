@@ -26,7 +26,7 @@ from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, N
 from spec.log_driven.follower_reads import effective_closed
 from spec.log_driven.parts import NIL, Ctx, WPhase, leaseholder
 from spec.log_driven.policy import ceiling, closed_target
-from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet
+from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet, stamp_lease
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -54,6 +54,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         if at_eval:  # the closed ts a proposal flushed now would carry, put in the trigger
             s.wevc[X] = Max(s.assigned_closed[0],
                             Min(closed_target(s, ctx), ceiling(s, ctx, 0)))
+        stamp_lease(s, ctx, 0, X)
         enqueue(s, ctx, 0, X)
 
     def apply_split(s: Any, n: int, ok: Any, first: Any) -> None:
