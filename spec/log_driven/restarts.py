@@ -38,6 +38,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         s.restarted = True
         for g in range(G):
             require(quiet(s, ctx, g))
+            if ctx.lease_changes:  # nor a lease command waiting in n1's buffer (it would
+                require(Or(s.lh[g] != 0, s.buflen[g] == 0))  # be lost; not modelled)
             s.forgot[g] = s.assigned_lai[g]
             s.proscribed[g] = s.lholder[g][s.lseq[g][0]] == 0
             s.revoked[g] = Or(s.revoked[g], s.lh[g] == 0)  # n1 evaluates nothing more
