@@ -54,7 +54,7 @@ class Ctx:
     lease_exp: int
     muts: frozenset[str]
     lead: int = 0  # LEAD policy: close now + lead (0: only the LAG policy exists)
-    lease_changes: int = 0  # lease requests or transfers after n1's initial lease, per range
+    lease_changes: int = 0  # lease commands (requests, transfers, extensions) per range
     structure: str = "none"  # "split", "merge" or "none"
     split_key: int = 1  # keys at and above this index belong to the right-hand side
     restarts: bool = False  # n1 may restart (restarts.py)
