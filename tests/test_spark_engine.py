@@ -19,6 +19,7 @@ import pytest
 from checker.engines.explicit.bfs import BfsOptions
 from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
+from checker.engines.spark import run_dir as spark_run_dir
 from checker.engines.spark.search import SparkOptions, level_frame
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
@@ -216,6 +217,22 @@ def test_bad_spark_options_give_one_line(args, message, tmp_path):
                                "--run-dir", str(tmp_path / "run"), *args))
     assert message in line
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("url", ["hdfs://nowhere:9000/run", "s3a://bucket/run",
+                                 "file:///tmp/run"])
+def test_a_run_directory_url_is_refused_before_anything_is_written(url, tmp_path,
+                                                                  monkeypatch):
+    """Taken as a path, hdfs://h/x became a local folder 'hdfs:' with Parquet in it and
+    ended in a confusing error; it is refused up front, and nothing is created (a URL
+    given to --resume is refused the same way by the run directory's reader)."""
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark",
+                               "--master", LOCAL, "--run-dir", url))
+    assert f"run directory {url}: URLs are not supported yet" in line
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(CheckerError, match="URLs are not supported yet"):
+        spark_run_dir.inspect(url, {}, None)
 
 
 def test_spark_options_need_the_spark_engine(tmp_path):

@@ -109,9 +109,21 @@ def default_path(label: str) -> Path:
     return Path("runs") / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
+
+
+def local_folder(path: str | os.PathLike) -> Path:
+    """The run directory as a local path. A URL (hdfs://, s3a://, file://) is refused:
+    taken as a path it would become a local folder named after its scheme."""
+    if _URL.match(str(path)):
+        raise CheckerError(f"run directory {path}: URLs are not supported yet; give a path "
+                           "that the driver and every executor see alike (an NFS mount, say)")
+    return Path(path)
+
+
 def check_new(path: str | os.PathLike) -> None:
-    """Refuse a folder that is a file or holds anything: it is never cleared."""
-    folder = Path(path)
+    """Refuse a URL, or a folder that is a file or holds anything: it is never cleared."""
+    folder = local_folder(path)
     if folder.exists() and not folder.is_dir():
         raise CheckerError(f"run directory {folder} is a file")
     if folder.is_dir() and any(folder.iterdir()):
@@ -122,7 +134,7 @@ def check_new(path: str | os.PathLike) -> None:
 
 def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -> RunDir:
     """A new run in `path` (see `check_new`), with its run.json."""
-    folder = Path(path)
+    folder = local_folder(path)
     check_new(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -137,7 +149,7 @@ def inspect(path: str | os.PathLike, identity: dict[str, Any],
             partitions: int | None) -> RunDir:
     """The run in `path`, if it explores the same thing and `partitions` (if given) is
     its partition count. Reads run.json only; changes nothing."""
-    folder = Path(path)
+    folder = local_folder(path)
     record = read_json(folder / RUN_FILE, f"cannot resume {folder}: not a Spark run directory")
     if not isinstance(record, dict) or not isinstance(record.get("identity"), dict) \
             or not isinstance(record.get("partitions"), int):
