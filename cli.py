@@ -431,7 +431,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     reachable state satisfies them and they are mutually inductive (Houdini, Z3).
     Prints them as spec source, and whether they prove the invariants (exit 0) or
     not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
-    from checker.engines.symbolic.infer import InferOptions, as_source, infer
+    from checker.engines.symbolic.infer import InferOptions, infer
 
     model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
                                    as_json, quiet))
@@ -448,32 +448,6 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
         click.echo(json.dumps(infer_json(model, machine, result), indent=2))
     else:
         print_inferred(result, spec_lemmas)
-    return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
-    if spec_lemmas and result.proves and not result.candidates:
-        click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
-                   f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
-        return EXIT_HOLDS
-    where = "sampled" if result.sampled else "reachable"
-    click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
-               f"{result.states:,} {where} states; {len(result.survivors):,} inductive after "
-               f"{result.houdini_rounds} Houdini round{'s' if result.houdini_rounds != 1 else ''}, "
-               f"once {result.implied:,} implied by the others are dropped")
-    if result.proves:
-        click.echo(f"# they prove every invariant (1-induction). The proof needs these "
-                   f"{len(result.needed)} (a minimal set: without any one it fails):\n")
-        click.echo(as_source(result.needed), nl=False)
-        if result.others:
-            click.echo(f"\n# also true and inductive, but not needed by the proof "
-                       f"({len(result.others)}):\n")
-            click.echo(as_source(result.others, first=len(result.needed)), nl=False)
-    else:
-        click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
-                   f"{len(result.survivors)} inductive ones:\n")
-        click.echo(as_source(result.survivors), nl=False)
-    if spec_lemmas:
-        click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
-                   f"; not inductive with the rest: "
-                   f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
     return EXIT_HOLDS if result.proves else EXIT_INCONCLUSIVE
 
 
