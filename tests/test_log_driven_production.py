@@ -5,27 +5,15 @@ lease extensions and the timestamp cache after a lease change (reference §2.9, 
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
-from checker.backends.scalar import ScalarMachine
 from checker.errors import SpecError
 from spec.log_driven import LOG_DRIVEN
+from tests import scenarios
 
-
-def play(params: dict, labels: list[str], mutations: tuple[str, ...] = ()) -> list[dict]:
-    """Take the named action instances in order; every one must be enabled. Returns the
-    decoded states, the initial one first."""
-    machine = LOG_DRIVEN.instantiate(params, mutations)
-    sm = ScalarMachine(machine)
-    by_label = {a.label: a for a in machine.actions}
-    state = machine.init_states[0]
-    out = [machine.decode(state)]
-    for label in labels:
-        action = by_label[label]
-        assert sm.enabled(state, action), f"{label} is not enabled"
-        state = sm.apply(state, action)
-        out.append(machine.decode(state))
-    return out
+play = partial(scenarios.play, LOG_DRIVEN)
 
 
 REPRO = {"nodes": 2, "keys": 1, "writes": 2, "reads": 0, "max_ts": 4, "target": 1,

@@ -5,15 +5,16 @@ models' counterexamples rest on."""
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from checker.backends.scalar import ScalarMachine
 from checker.errors import SpecError
 from checker.models import build_machine, load_model, reshape
 from checker.run import BfsOptions, run
 from spec.log_driven import LOG_DRIVEN
+from tests import scenarios
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
@@ -22,33 +23,8 @@ THREE = {"nodes": 3, "keys": 1, "writes": 1, "reads": 1, "max_ts": 4, "target": 
          "lease_changes": 1, "lease_exp": 3, "side_transport": True, "senders": 2,
          "publishes": 2, "stream_breaks": True}
 
-
-def play(params: dict, labels: list[str], mutations: tuple[str, ...] = ()) -> list[dict]:
-    """Take the named action instances in order; every one must be enabled. Returns the
-    decoded states, the initial one first."""
-    machine = LOG_DRIVEN.instantiate(params, mutations)
-    sm = ScalarMachine(machine)
-    by_label = {a.label: a for a in machine.actions}
-    state = machine.init_states[0]
-    out = [machine.decode(state)]
-    for label in labels:
-        assert label in by_label, f"no action instance {label}"
-        action = by_label[label]
-        assert sm.enabled(state, action), f"{label} is not enabled"
-        state = sm.apply(state, action)
-        out.append(machine.decode(state))
-    return out
-
-
-def enabled(params: dict, labels: list[str], label: str) -> bool:
-    """Whether `label` is enabled after taking `labels`."""
-    machine = LOG_DRIVEN.instantiate(params)
-    sm = ScalarMachine(machine)
-    by_label = {a.label: a for a in machine.actions}
-    state = machine.init_states[0]
-    for step in labels:
-        state = sm.apply(state, by_label[step])
-    return sm.enabled(state, by_label[label])
+play = partial(scenarios.play, LOG_DRIVEN)
+enabled = partial(scenarios.enabled_after, LOG_DRIVEN)
 
 
 # n1 closes r1 and tells n3; n1 transfers the lease to n2 (flushed at LAI 1); n2 and n1

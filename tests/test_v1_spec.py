@@ -3,33 +3,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.bfs import BfsOptions, check
 from checker.errors import SpecError
 from checker.models import build_machine, load_model
 from spec.follower_reads_2018 import FOLLOWER_READS_2018
+from tests import scenarios
 
 MODELS = Path(__file__).resolve().parent.parent / "models"
 
-
-def play(params: dict, labels: list[str], mutations: tuple[str, ...] = ()) -> list[dict]:
-    """Take the named action instances in order; every one must be enabled. Returns the
-    decoded states, the initial one first."""
-    machine = FOLLOWER_READS_2018.instantiate(params, mutations)
-    sm = ScalarMachine(machine)
-    by_label = {a.label: a for a in machine.actions}
-    state = machine.init_states[0]
-    out = [machine.decode(state)]
-    for label in labels:
-        action = by_label[label]
-        assert sm.enabled(state, action), f"{label} is not enabled"
-        state = sm.apply(state, action)
-        out.append(machine.decode(state))
-    return out
+play = partial(scenarios.play, FOLLOWER_READS_2018)
 
 
 SMALL = {"nodes": 2, "writes": 2, "reads": 0, "max_ts": 6, "max_seq": 3, "failures": False}
