@@ -51,7 +51,7 @@ from checker.lang import (
     require,
 )
 from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range, lease_base
-from spec.log_driven.proposals import enqueue_command, holds_applied_lease, struct_pending
+from spec.log_driven.proposals import enqueue_command, lease_usable, struct_pending
 
 LeaseKind = Enum("LeaseKind", "initial request transfer extension")
 
@@ -130,9 +130,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         s.lready[g][j] = True  # x's own buffer holds nothing else of this range
 
     def usable_by_holder(s: Any, g: int) -> Any:
-        holder = s.lh[g]
-        return And(exists(s, ctx, g, holder), holds_applied_lease(s, ctx, g),
-                   Not(s.revoked[g]), s.now < s.lexp[g][s.lseq[g][holder]])
+        return And(exists(s, ctx, g, s.lh[g]), lease_usable(s, ctx, g))
 
     @m.action(g=changing, x=range(N))
     def transfer_lease(s, g, x):

@@ -213,15 +213,19 @@ def holds_applied_lease(s: Any, ctx: Ctx, g: int) -> Any:
     return s.lholder[g][s.lseq[g][lh]] == lh
 
 
+def lease_usable(s: Any, ctx: Ctx, g: int) -> Any:
+    """Range g's leaseholder has applied a lease naming it, valid now and not revoked."""
+    return And(holds_applied_lease(s, ctx, g), Not(s.revoked[g]),
+               s.now < s.lexp[g][s.lseq[g][s.lh[g]]])
+
+
 def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
-    """Range g's leaseholder may evaluate a request: its lease is the newest, applied,
-    valid and not revoked, the range is not frozen by a merge, and no split holds the
-    range's latches (from its evaluation until it applies on the leaseholder;
-    reference §5.1)."""
+    """Range g's leaseholder may evaluate a request: its lease is usable, the range is
+    not frozen by a merge, and no split holds the range's latches (from its evaluation
+    until it applies on the leaseholder; reference §5.1)."""
     conds = []
     if ctx.lease_changes:
-        conds += [holds_applied_lease(s, ctx, g), Not(s.revoked[g]),
-                  s.now < s.lexp[g][s.lseq[g][s.lh[g]]]]
+        conds.append(lease_usable(s, ctx, g))
     if ctx.structure == "split" and g == 0:
         conds.append(Not(struct_pending(s, ctx)))
     if ctx.structure == "merge" and g == 1:

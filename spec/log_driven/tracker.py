@@ -64,16 +64,18 @@ class Tracker:
                 raise ValueError("the RFC tracker is not modelled with reproposals")
             self.rfc.enter(s, w, ts, s.now, floor=s.assigned_closed[0])
             return
-        s.wts[w] = If(when, ts, s.wts[w]) if when is not True else ts
+        def only_when(new: Any, old: Any) -> Any:
+            return new if when is True else If(when, new, old)
+
+        s.wts[w] = only_when(ts, s.wts[w])
         if self.kind != "impl":
             return
         b1 = s.tb_first[g]
         t1 = s.tb_ts[g][b1]
         joined = If(Or(t1 == NIL, ts <= t1), b1, 1 - b1)
         old = s.tb_ts[g][joined]
-        lowered = If(Or(old == NIL, old > ts), ts, old)  # extendAndJoin
-        s.tb_ts[g][joined] = If(when, lowered, old) if when is not True else lowered
-        s.tok[w] = If(when, joined, s.tok[w]) if when is not True else joined
+        s.tb_ts[g][joined] = only_when(If(Or(old == NIL, old > ts), ts, old), old)  # extendAndJoin
+        s.tok[w] = only_when(joined, s.tok[w])
 
     def reset(self, s: Any, g: int, when: Any) -> None:
         """Range g's tracker is another node's from now on (when `when`): the writes the
