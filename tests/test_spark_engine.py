@@ -14,13 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from checker.engines.explicit.bfs import BfsOptions
 from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
 from checker.engines.spark import run_dir as spark_run_dir
-from checker.engines.spark.search import SparkOptions, level_frame
+from checker.engines.spark import visited_runs
+from checker.engines.spark.search import SparkOptions, level_job
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
@@ -93,7 +96,7 @@ def test_models_match_the_local_engine(name, spark, tmp_path):
 
 
 SPECS = {
-    # a walk that revisits states (the anti-join drops them) with equally short traces
+    # a walk that revisits states (the visited runs drop them) with equally short traces
     "grid": (GRID, {"n": 3, "bx": 3, "by": 2}, False),
     "grid_step": (GRID_STEP, {"n": 3, "bx": 2, "by": 2}, False),
     "deadlock": (COUNTER, {"n": 3}, True),
@@ -119,29 +122,79 @@ def test_depth_bound_marks_the_result_incomplete(spark, tmp_path):
     assert_same(local, run_spark(machine, tmp_path / "run", spark, max_depth=4))
 
 
-def test_the_visited_set_is_joined_in_place(spark, tmp_path):
-    """The only shuffle is the successors'; the visited side is a bucketed scan."""
+def test_each_level_is_one_job_with_one_shuffle(spark, tmp_path):
+    """Successors are shuffled once per level; the visited set never leaves its files."""
     machine = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
-    seen: list[str] = []
+    lineages: list[str] = []
     import checker.engines.spark.search as engine
 
     def spy(run, task):
-        frame = level_frame(run, task)
-        seen.append(frame._jdf.queryExecution().executedPlan().toString())
-        return frame
+        job = level_job(run, task)
+        lineages.append(job.toDebugString().decode())
+        return job
 
-    original, engine.level_frame = engine.level_frame, spy
+    original, engine.level_job = engine.level_job, spy
     try:
         run_spark(machine, tmp_path / "run", spark)
     finally:
-        engine.level_frame = original
-    assert seen
-    for plan in seen:
-        assert plan.count("Exchange") == 1 and "Broadcast" not in plan
-        assert "ShuffledHashJoin" in plan and "LeftAnti" in plan
-        visited_scan = next(line for line in plan.splitlines()
-                            if "ReadSchema: struct<fp:bigint>" in line)
-        assert "Bucketed: true" in visited_scan
+        engine.level_job = original
+    assert lineages
+    for lineage in lineages:
+        assert lineage.count("ShuffledRDD") == 1, lineage
+
+
+@pytest.mark.parametrize("states_per_task", [1, 1 << 18])
+def test_any_number_of_tasks_per_level_gives_the_same_result(states_per_task, spark, tmp_path,
+                                                              monkeypatch):
+    """One task per bucket, or every bucket in one task (how small levels run)."""
+    import checker.engines.spark.search as engine
+
+    monkeypatch.setattr(engine, "STATES_PER_TASK", states_per_task)
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    result = run_spark(machine, tmp_path / "run", spark, partitions=5)
+    assert_same(local, result)
+    tasks = [json.loads(p.read_text())["counts"]["timings"]["tasks"]
+             for p in sorted((tmp_path / "run").glob("level=*/_ctmc_level.json"))
+             if not p.parent.name.endswith("=0")]
+    assert set(tasks) == ({1} if states_per_task > 1 else {1, 2, 4, 5})
+
+
+def test_the_run_directory_holds_sorted_buckets_and_visited_runs(spark, tmp_path):
+    """Level files hold their bucket's states sorted by fingerprint; each bucket's
+    visited runs are those of the binary-counter schedule, and hold exactly the
+    fingerprints of the bucket's level files."""
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    run_dir = tmp_path / "run"
+    result = run_spark(machine, run_dir, spark, partitions=3)
+    levels = result.stats["diameter"] + 1
+    for bucket in range(3):
+        fps = []
+        for k in range(levels):
+            table = pq.read_table(run_dir / f"level={k}" / f"part-{bucket:05d}.parquet")
+            got = table.column("fp").to_numpy().view(np.uint64)
+            assert (np.diff(got.astype(object)) > 0).all() if len(got) > 1 else True
+            assert (visited_runs.bucket_of(got, 3) == bucket).all()
+            fps.append(got)
+        folder = run_dir / "visited" / f"bucket={bucket:05d}"
+        names = sorted(p.name for p in folder.iterdir())
+        assert names == sorted(visited_runs.run_name(r) for r in visited_runs.schedule(levels))
+        runs = [np.fromfile(folder / name, dtype="<u8") for name in names]
+        assert all((np.diff(r.astype(object)) > 0).all() for r in runs if len(r) > 1)
+        assert sorted(np.concatenate(runs).tolist()) == sorted(np.concatenate(fps).tolist())
+
+
+def test_visited_runs_merge_like_a_binary_counter():
+    assert visited_runs.schedule(1) == [(0, 0)]
+    assert visited_runs.schedule(6) == [(0, 3), (4, 5)]
+    assert visited_runs.schedule(7) == [(0, 3), (4, 5), (6, 6)]
+    assert visited_runs.schedule(8) == [(0, 7)]
+    assert visited_runs.superseded(8) == [(0, 3), (4, 5), (6, 6)]
+    assert visited_runs.superseded(7) == []
+    for levels in range(1, 70):
+        runs = visited_runs.schedule(levels)
+        assert [lo for lo, _ in runs] == [0] + [hi + 1 for _, hi in runs[:-1]]
+        assert runs[-1][1] == levels - 1 and len(runs) == bin(levels).count("1")
 
 
 # --- run directories: resume, refusals ------------------------------------------------------
@@ -179,10 +232,12 @@ def test_run_killed_mid_level_resumes_to_the_same_result(spark, fault_dir, tmp_p
     assert (fault_dir / "kill-level-3.fired").exists()
     assert recorded_sizes(run_dir) == [1, 2, 3, 4]
     (run_dir / "level=4").mkdir(exist_ok=True)  # a level written but not yet recorded
-    (run_dir / "level=4" / "part-00000-x_00000.c000.snappy.parquet").write_bytes(b"junk")
-    (run_dir / "_temporary").mkdir()
+    (run_dir / "level=4" / "part-00000.parquet").write_bytes(b"junk")
+    stray = run_dir / "visited" / "bucket=00001" / visited_runs.run_name((4, 4))
+    stray.write_bytes(b"junk")  # its visited run, and a half-written file
+    (run_dir / "level=3" / ".part-00000.parquet.123.tmp").write_bytes(b"junk")
     assert_same(local, run_spark(machine, run_dir, spark, resume=True))
-    assert not (run_dir / "_temporary").exists()
+    assert not (run_dir / "level=3" / ".part-00000.parquet.123.tmp").exists()
 
 
 def test_resume_refuses_another_model_and_keeps_the_directory(spark, tmp_path):
@@ -233,6 +288,28 @@ def test_a_run_directory_url_is_refused_before_anything_is_written(url, tmp_path
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(CheckerError, match="URLs are not supported yet"):
         spark_run_dir.inspect(url, {}, None)
+
+
+def test_a_run_directory_the_executors_cannot_read_is_refused_before_level_0(
+        spark, tmp_path, monkeypatch):
+    """On a cluster, a local path on the driver is another folder (or none) on the
+    workers. Simulated here by a run.json that vanishes once the driver wrote it: the
+    first job, in the executors, finds it missing; nothing else is written."""
+    import checker.engines.spark.search as engine
+
+    create = engine.spark_run_dir.create
+
+    def create_unseen(path, identity, partitions):
+        run = create(path, identity, partitions)
+        (run.path / spark_run_dir.RUN_FILE).unlink()
+        return run
+
+    monkeypatch.setattr(engine.spark_run_dir, "create", create_unseen)
+    run_dir = tmp_path / "run"
+    with pytest.raises(CheckerError, match=r"run directory .*/run: 2 of 2 executor tasks "
+                                           r"cannot read it; give a folder that the driver"):
+        run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark)
+    assert list(run_dir.iterdir()) == []
 
 
 def test_spark_options_need_the_spark_engine(tmp_path):

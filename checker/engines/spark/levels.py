@@ -1,23 +1,26 @@
-"""What Spark executors run for one BFS level: NumPy code over Arrow batches.
+"""What Spark executors run for one BFS level: NumPy code over files, one bucket a task.
 
-Two `mapInArrow` steps per level, on either side of the shuffle by fingerprint:
+One Spark job per level, two stages on either side of one exchange by bucket:
 
-- `expand_partition` (map side): a frontier partition's successors, computed by
-  the same `Kernel` the local engine uses and collapsed within the partition
-  by the same `LevelDedup`, so only distinct successors are shuffled, each
-  with its partition's smallest (parent fingerprint, action id);
-- `dedupe_partition` (after the anti-join with the visited set): the new
-  states of one fingerprint partition, each with its canonical generator,
-  checked against the invariants.
+- `expand_buckets` (map side): reads buckets of level K (one Parquet file each),
+  computes their successors with the same `Kernel` the local engine uses and
+  collapses them with the same `LevelDedup`, so only distinct successors are
+  sent on, each with the task's smallest (parent fingerprint, action id). They
+  go to one exchange file per task, grouped by target bucket (`exchange.py`);
+  Spark's shuffle carries only the task's summary.
+- `dedupe_buckets` (reduce side): for bucket C, the canonical generator of each
+  successor, membership in the bucket's visited runs (`visited_runs`), the
+  invariants on the new states, then level K+1's file for C and the bucket's
+  new visited run.
 
 Executors cannot receive a compiled Kernel (its generated functions do not
 pickle), so they get a `MachineRef` and rebuild the machine once per Python
-worker. What the driver needs back (coverage counts, minimal violation keys,
-timings) travels in small per-partition summaries through an accumulator
-keyed by (step, partition id): a retried or recomputed task sends the same
-summary under the same key, so merging stays exact.
+worker (Spark reuses workers across tasks). What the driver needs back
+(coverage counts, minimal violation keys, the files written, timings) comes
+back as the job's result: one summary per task, and a retried task's replaces
+its failed attempt's, so merging stays exact.
 
-Spark has no unsigned integers: fingerprints, packed words and parent
+Parquet has no unsigned integers: fingerprints, packed words and parent
 fingerprints are stored as the int64 *view* of the uint64 values, and every
 ordering here is taken on the uint64 view, so the canonical rule (smallest
 parent fingerprint, then action id) is the same as in the local engine.
@@ -26,25 +29,26 @@ parent fingerprint, then action id) is the same as in the local engine.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.accumulators import Accumulator, AccumulatorParam
-from pyspark.taskcontext import TaskContext
+import pyarrow.parquet as pq
 
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
+from checker.engines.spark import exchange, visited_runs
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64
 
 FAULT_ENV = "CTMC_SPARK_FAULT_DIR"  # tests only: see `_maybe_fail`
-OUTPUT_ROWS = 1 << 16  # rows per Arrow batch handed back to Spark
 
 
 # --- the machine, rebuilt in executors ------------------------------------------
@@ -95,63 +99,97 @@ _KERNELS: dict[MachineRef, Kernel] = {}  # per Python worker, which Spark reuses
 def kernel_for(ref: MachineRef) -> Kernel:
     kernel = _KERNELS.get(ref)
     if kernel is None:
+        _frugal_arrow()
         kernel = _KERNELS[ref] = Kernel(ref.build())
     return kernel
 
 
-# --- columns -----------------------------------------------------------------------
+def _frugal_arrow() -> None:
+    """Arrow in an executor allocates through malloc and on this thread only. Its own
+    allocator and thread pools reserve address space they keep (each thread's malloc
+    arena, up to 64 MB), which a Python worker capped by spark.executor.pyspark.memory
+    runs out of: tasks here are single-threaded, Spark runs one per core."""
+    pa.set_memory_pool(pa.system_memory_pool())
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+
+
+# --- level files ---------------------------------------------------------------------
 
 def word_columns(n_words: int, exact: bool) -> list[str]:
     """Columns holding the packed state; with exact fingerprints the state is `fp`."""
     return [] if exact else [f"w{i}" for i in range(n_words)]
 
 
-def state_schema(n_words: int, exact: bool) -> str:
-    """Spark DDL of a level's rows (without the `level` partition column)."""
-    words = "".join(f"{c} long, " for c in word_columns(n_words, exact))
-    return f"fp long, {words}parent long, action int"
+def level_folder(root: Path, level: int) -> Path:
+    return root / f"level={level}"
 
 
-def unsigned(table: pa.Table, name: str) -> np.ndarray:
-    return table.column(name).to_numpy().view(U64)
+def level_file(root: Path, level: int, bucket: int) -> Path:
+    return level_folder(root, level) / f"part-{bucket:05d}.parquet"
 
 
-def read_partition(batches: Iterator[pa.RecordBatch], kernel: Kernel
-          ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
-    """One partition as uint64 fingerprints, words and parents, and int64 actions."""
-    got = list(batches)
-    layout = kernel.layout
-    if not sum(b.num_rows for b in got):
-        empty = np.empty(0, dtype=U64)
-        return empty, [empty] * layout.n_words, empty, np.empty(0, dtype=np.int64)
-    table = pa.Table.from_batches(got).combine_chunks()
-    fps = unsigned(table, "fp")
-    words = [fps] if layout.exact else [unsigned(table, c) for c in
-                                        word_columns(layout.n_words, False)]
-    actions = table.column("action").to_numpy().astype(np.int64)
-    return fps, words, unsigned(table, "parent"), actions
+@dataclass
+class States:
+    """Rows of a level file, unsigned: fingerprints (sorted), words, generators."""
+
+    fps: np.ndarray
+    words: list[np.ndarray]
+    parents: np.ndarray
+    actions: np.ndarray  # int64
+
+    def take(self, rows: np.ndarray | slice, exact: bool) -> States:
+        fps = self.fps[rows]
+        return States(fps, [fps] if exact else [w[rows] for w in self.words],
+                      self.parents[rows], self.actions[rows])
 
 
-def _batches(kernel: Kernel, fps: np.ndarray, words: list[np.ndarray], parents: np.ndarray,
-             actions: np.ndarray) -> Iterator[pa.RecordBatch]:
+def read_level(path: Path, kernel: Kernel, columns: Iterable[str] | None = None) -> States:
+    """A level file's rows (`columns`: only these, the others left empty)."""
     layout = kernel.layout
     names = ["fp", *word_columns(layout.n_words, layout.exact), "parent", "action"]
-    columns = [fps] + ([] if layout.exact else words) + [parents]
-    for lo in range(0, len(fps), OUTPUT_ROWS):
-        hi = lo + OUTPUT_ROWS
-        arrays = [pa.array(c[lo:hi].view(np.int64)) for c in columns]
-        arrays.append(pa.array(actions[lo:hi].astype(np.int32)))
-        yield pa.RecordBatch.from_arrays(arrays, names=names)
+    table = pq.ParquetFile(path).read(
+        columns=[c for c in names if columns is None or c in columns], use_threads=False)
+    empty = np.empty(0, dtype=U64)
+
+    def column(name: str) -> np.ndarray:
+        if name not in table.column_names:
+            return empty
+        return table.column(name).to_numpy().view(U64)
+
+    fps = column("fp")
+    words = [fps] if layout.exact else [column(c) for c in word_columns(layout.n_words, False)]
+    actions = table.column("action").to_numpy().astype(np.int64) \
+        if "action" in table.column_names else np.empty(0, dtype=np.int64)
+    return States(fps, words, column("parent"), actions)
 
 
-# --- per-partition summaries ----------------------------------------------------------
+def write_level(path: Path, states: States, exact: bool) -> dict[str, Any]:
+    """Write a level file atomically; its description (bytes, rows, SHA-256) for the
+    level's record. The same rows always make the same bytes, so a retry is harmless."""
+    columns = {"fp": pa.array(states.fps.view(np.int64))}
+    if not exact:
+        for i, w in enumerate(states.words):
+            columns[f"w{i}"] = pa.array(w.view(np.int64))
+    columns["parent"] = pa.array(states.parents.view(np.int64))
+    columns["action"] = pa.array(states.actions.astype(np.int32))
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    data = sink.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    visited_runs.write_file(path, memoryview(data))
+    return {"bytes": data.size, "rows": len(states.fps),
+            "sha256": hashlib.sha256(memoryview(data)).hexdigest()}
+
+
+# --- per-task summaries ----------------------------------------------------------------
 
 Key = tuple[int, int]  # (parent fingerprint as unsigned int, action id): the canonical order
 
 
 @dataclass
 class ExpandSummary:
-    """What expanding one frontier partition saw."""
+    """What expanding one frontier bucket saw."""
 
     enabled: np.ndarray  # per action instance
     generated: int = 0
@@ -159,63 +197,75 @@ class ExpandSummary:
     guard_error: Key | None = None  # smallest transition whose guard read out of range
     error: Key | None = None  # smallest transition whose update or check failed
     step: tuple[int, int, int] | None = None  # smallest step-invariant violation, + index
-    seconds: float = 0.0
+    seconds: float = 0.0  # reading the frontier and computing successors
+    write_seconds: float = 0.0  # writing them to the exchange
+    shuffled: int = 0  # successors sent to dedupe tasks
+    exchange_bytes: int = 0
 
 
 @dataclass
 class DedupeSummary:
-    """What deduplicating one fingerprint partition found."""
+    """What deduplicating one bucket found, and what it wrote."""
 
     new_states: np.ndarray  # per action instance: canonical generators of new states
     count: int = 0
     # the violating new state with the smallest generator:
     # (parent fp, action, first violated property, whether a property read out of range)
     bad: tuple[int, int, int, bool] | None = None
-    seconds: float = 0.0
-    write_seconds: float = 0.0
-
-
-class SummaryParam(AccumulatorParam):
-    """Summaries keyed by (step, partition id); a recomputed task overwrites its own."""
-
-    def zero(self, value: dict) -> dict:
-        return {}
-
-    def addInPlace(self, value1: dict, value2: dict) -> dict:
-        value1.update(value2)
-        return value1
+    file: dict[str, Any] = field(default_factory=dict)  # the level file's description
+    run: tuple[str, int] = ("", 0)  # the visited run written: name, bytes
+    shuffle_seconds: float = 0.0  # reading this bucket's successors from the exchange
+    seconds: float = 0.0  # canonical generators, membership, invariants
+    write_seconds: float = 0.0  # the level file and the visited run
 
 
 @dataclass(frozen=True)
 class LevelTask:
-    """Everything an executor needs to process level `level` (pickled with the function)."""
+    """Everything an executor needs to build level `level + 1` (pickled with the job).
+
+    The level's `tasks` tasks per stage share the `buckets` buckets in contiguous
+    ranges: a small level runs as a few tasks (each costs tens of milliseconds to
+    schedule, whatever it does), a large one as one task per bucket."""
 
     ref: MachineRef
+    root: str  # the run directory, an absolute path every executor sees
     level: int
+    buckets: int
+    tasks: int
     deadlock: bool
-    summaries: Accumulator
     batch_size: int = 1 << 16
     dedup_budget: int = 1 << 20
 
+    def buckets_of(self, task: int) -> range:
+        return range(task * self.buckets // self.tasks, (task + 1) * self.buckets // self.tasks)
 
-def _partition() -> int:
-    context = TaskContext.get()
-    return context.partitionId() if context is not None else 0
+    def task_of(self, bucket: int) -> int:
+        """The task whose range holds `bucket` (Spark's partitioner for the shuffle)."""
+        return ((bucket + 1) * self.tasks - 1) // self.buckets
 
 
 # --- expansion (map side) ----------------------------------------------------------------
 
-def expand_partition(task: LevelTask, batches: Iterator[pa.RecordBatch]
-                     ) -> Iterator[pa.RecordBatch]:
-    """Distinct successors of one frontier partition, each with its smallest generator."""
+def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
+                   ) -> Iterator[tuple[int, tuple[str, Any]]]:
+    """(target bucket, successors) bundles of the frontier buckets of task `index`,
+    each successor with its smallest generator there; and (its first bucket, this
+    task's summary)."""
     started = time.perf_counter()
     kernel = kernel_for(task.ref)
-    fps, words, _, _ = read_partition(batches, kernel)
-    _maybe_fail(task.level)
-    order = np.argsort(fps, kind="stable")  # generation keys then follow (parent fp, action)
-    fps, words = fps[order], [w[order] for w in words]
-    A = kernel.n_actions
     layout = kernel.layout
+    buckets = task.buckets_of(index)
+    columns = ["fp", *word_columns(layout.n_words, layout.exact)]
+    frontier = _concat([read_level(level_file(Path(task.root), task.level, b), kernel, columns)
+                        for b in buckets], kernel)
+    _maybe_fail(task.level)
+    # sorted by fingerprint so that generation keys follow (parent fp, action); the
+    # buckets' files are each sorted, so a stable sort merges them
+    order = np.argsort(frontier.fps, kind="stable")
+    fps = frontier.fps[order]
+    words = [fps] if layout.exact else [w[order] for w in frontier.words]
+    del frontier
+    A = kernel.n_actions
     summary = ExpandSummary(np.zeros(A, dtype=np.int64))
     dedup = LevelDedup(VisitedSet(), layout.n_words, layout.bits if layout.exact else None,
                        task.dedup_budget)
@@ -242,76 +292,136 @@ def expand_partition(task: LevelTask, batches: Iterator[pa.RecordBatch]
     summary.error = None if error is None else key(error)
     summary.step = None if step is None else (*key(step[0]), step[1])
     summary.deadlock = None if deadlock is None else int(fps[deadlock])
-    yield from _batches(kernel, new_fps, new_words, fps[gen // A], gen % A)
+    summary.shuffled = len(new_fps)
+    rows = [new_fps, *([] if layout.exact else new_words), fps[gen // A], (gen % A).view(U64)]
     summary.seconds = time.perf_counter() - started
-    task.summaries.add({("expand", _partition()): summary})
+    summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
+                                            task.buckets, rows)
+    summary.write_seconds = time.perf_counter() - started - summary.seconds
+    yield buckets[0], ("expand", summary)
 
 
 def _min(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-# --- deduplication (after the anti-join) ---------------------------------------------------
+# --- deduplication (reduce side) ------------------------------------------------------------
 
-def dedupe_partition(task: LevelTask, batches: Iterator[pa.RecordBatch]
-                     ) -> Iterator[pa.RecordBatch]:
-    """The new states of one fingerprint partition, sorted by fingerprint, each with its
-    canonical generator: the smallest (parent fingerprint, action id) among the
-    candidates that map partitions sent."""
-    started = time.perf_counter()
+def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, tuple[str, Any]]]
+                   ) -> Iterator[tuple[str, int, Any]]:
+    """Level K+1's states in the buckets of task `index` (`dedupe_bucket`, one bucket at
+    a time). Yields a summary per bucket, and the expand summaries routed here."""
     kernel = kernel_for(task.ref)
-    fps, words, parents, actions = read_partition(batches, kernel)
-    rows = _canonical_rows(fps, parents, actions)
-    fps, parents, actions = fps[rows], parents[rows], actions[rows]
-    words = [fps] if kernel.layout.exact else [w[rows] for w in words]
-    summary = DedupeSummary(np.bincount(actions, minlength=kernel.n_actions), len(fps))
-    first = np.empty(len(fps), dtype=np.int64)
-    undefined = np.empty(len(fps), dtype=bool)
-    for lo in range(0, len(fps), task.batch_size):
+    for key, (_, summary) in items:  # routed here by its task's first bucket
+        yield "expand", key, summary
+    for bucket in task.buckets_of(index):
+        yield "dedupe", bucket, dedupe_bucket(task, bucket, kernel)
+
+
+def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary:
+    """Level K+1's states of `bucket`: the successors sent here that are in none of the
+    bucket's visited runs, each with its canonical generator (the smallest (parent
+    fingerprint, action id) over all frontier buckets), checked against the invariants
+    and written with the bucket's new visited run."""
+    started = time.perf_counter()
+    layout = kernel.layout
+    exact = layout.exact
+    root = Path(task.root)
+    columns = exchange.read(root, task.level + 1, task.tasks, task.buckets, bucket,
+                            3 if exact else 3 + layout.n_words)
+    fps = columns[0]
+    got = States(fps, [fps] if exact else columns[1:-2], columns[-2],
+                 columns[-1].view(np.int64))
+    del columns
+    read = time.perf_counter()
+    candidates = got.take(_canonical_rows(got.fps, got.parents, got.actions), exact)
+    folder = visited_runs.bucket_folder(root, bucket)
+    runs = [visited_runs.read_run(folder / visited_runs.run_name(r))
+            for r in visited_runs.schedule(task.level + 1)]
+    new = candidates.take(~visited_runs.known(runs, candidates.fps), exact)
+    del runs, candidates, got
+    summary = DedupeSummary(np.bincount(new.actions, minlength=kernel.n_actions), len(new.fps))
+    first = np.empty(len(new.fps), dtype=np.int64)
+    undefined = np.empty(len(new.fps), dtype=bool)
+    for lo in range(0, len(new.fps), task.batch_size):
         hi = lo + task.batch_size
-        first[lo:hi], undefined[lo:hi] = kernel.violated_properties([w[lo:hi] for w in words])
+        first[lo:hi], undefined[lo:hi] = kernel.violated_properties(
+            [w[lo:hi] for w in new.words])
     bad = np.flatnonzero((first >= 0) | undefined)
     if len(bad):
-        i = bad[np.lexsort((actions[bad], parents[bad]))[0]]
-        summary.bad = (int(parents[i]), int(actions[i]), int(first[i]), bool(undefined[i]))
-    summary.seconds = time.perf_counter() - started
-    yield from _batches(kernel, fps, words, parents, actions)
-    summary.write_seconds = time.perf_counter() - started - summary.seconds
-    task.summaries.add({("dedupe", _partition()): summary})
+        i = bad[np.lexsort((new.actions[bad], new.parents[bad]))[0]]
+        summary.bad = (int(new.parents[i]), int(new.actions[i]), int(first[i]),
+                       bool(undefined[i]))
+    deduped = time.perf_counter()
+    summary.file = write_level(level_file(root, task.level + 1, bucket), new, exact)
+    summary.run = visited_runs.add_level(root, bucket, task.level + 1, new.fps)
+    summary.shuffle_seconds = read - started
+    summary.seconds = deduped - read
+    summary.write_seconds = time.perf_counter() - deduped
+    return summary
+
+
+def _concat(shares: list[States], kernel: Kernel) -> States:
+    if not shares:
+        empty = np.empty(0, dtype=U64)
+        return States(empty, [empty] * kernel.layout.n_words, empty, np.empty(0, dtype=np.int64))
+    fps = np.concatenate([s.fps for s in shares])
+    words = [fps] if kernel.layout.exact else [
+        np.concatenate([s.words[w] for s in shares]) for w in range(kernel.layout.n_words)]
+    return States(fps, words, np.concatenate([s.parents for s in shares]),
+                  np.concatenate([s.actions for s in shares]))
 
 
 def _canonical_rows(fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Per distinct fingerprint (in increasing order), the row of its smallest
-    (parent, action). Runs of one row, the common case, cost one sort in total."""
-    order = np.argsort(fps)
+    (parent, action). The input is a few fingerprint-sorted shares (one per frontier
+    task), so a stable argsort merges them; the rest is linear: the smallest parent of
+    each run of equal fingerprints, then the smallest action among its rows with it.
+    A (parent, action) pair is one transition, so the choice is unique."""
+    order = np.argsort(fps, kind="stable")
     f = fps[order]
-    is_start = np.concatenate(([True], f[1:] != f[:-1])) if len(f) else np.empty(0, bool)
+    if len(f) < 2:
+        return order
+    is_start = np.concatenate(([True], f[1:] != f[:-1]))
+    if is_start.all():
+        return order
     starts = np.flatnonzero(is_start)
-    chosen = order[starts]
-    lengths = np.diff(np.append(starts, len(f)))
-    if (lengths > 1).any():
-        run = np.cumsum(is_start) - 1
-        member = lengths[run] > 1
-        rows, runs = order[member], run[member]
-        rank = np.lexsort((actions[rows], parents[rows], runs))
-        ranked, ranked_runs = rows[rank], runs[rank]
-        firsts = np.concatenate(([True], ranked_runs[1:] != ranked_runs[:-1]))
-        chosen[ranked_runs[firsts]] = ranked[firsts]
-    return chosen
+    group = np.cumsum(is_start) - 1
+    p, a = parents[order], actions[order]
+    best = p == np.minimum.reduceat(p, starts)[group]
+    a = np.where(best, a, np.iinfo(np.int64).max)
+    best &= a == np.minimum.reduceat(a, starts)[group]
+    return order[best]
 
 
 # --- fault injection ---------------------------------------------------------------------------
 
 def _maybe_fail(level: int) -> None:
-    """Tests only: if the folder named by $CTMC_SPARK_FAULT_DIR holds `kill-level-K`,
-    the first task expanding level K takes the file and kills its Python worker, so
-    Spark must retry the task. Renaming is atomic: exactly one task fires."""
+    """Tests only, in the folder named by $CTMC_SPARK_FAULT_DIR:
+
+    - `kill-level-K`: the first task expanding level K takes the file and kills its
+      Python worker, so Spark must retry the task;
+    - `pause-level-K`: the first task expanding level K takes the file, writes its
+      Python worker's pid to `paused-level-K` and sleeps (up to a minute) until
+      `go-level-K` exists, so a test can kill its executor while a level is under way.
+
+    Renaming is atomic: exactly one task fires each, and its retry does not."""
     folder = os.environ.get(FAULT_ENV)
     if not folder:
         return
-    armed = os.path.join(folder, f"kill-level-{level}")
+    if _take(os.path.join(folder, f"kill-level-{level}")):
+        os._exit(17)
+    if _take(os.path.join(folder, f"pause-level-{level}")):
+        visited_runs.write_file(Path(folder) / f"paused-level-{level}", str(os.getpid()).encode())
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(folder, f"go-level-{level}")) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def _take(armed: str) -> bool:
     try:
         os.rename(armed, armed + ".fired")
     except OSError:
-        return
-    os._exit(17)
+        return False
+    return True

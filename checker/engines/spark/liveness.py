@@ -2,12 +2,10 @@
 engine's search for a fair lasso over it.
 
 After the safety search holds and is complete, every level is in the run
-directory. Two jobs read all levels, bucket by bucket:
-
-- `edges_partition` expands each state again with the same kernel (so executors
-  recompute the transitions, which were never stored) and labels each transition
-  with the step goals it meets;
-- `labels_partition` labels each state with the triggers and state goals it meets.
+directory. One job reads all levels, a bucket a task (`graph_bucket`): it expands
+each state again with the same kernel (so executors recompute the transitions,
+which were never stored), labels each transition with the step goals it meets,
+and each state with the triggers and state goals it meets.
 
 The driver numbers the states as every engine does (`liveness.StateGraph`: by
 level, then fingerprint; parents and actions from the levels' columns), maps
@@ -21,13 +19,12 @@ transitions.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from checker.engines.explicit.liveness import (
     Labels,
@@ -37,16 +34,10 @@ from checker.engines.explicit.liveness import (
     transition_order,
 )
 from checker.engines.result import CheckResult
-from checker.engines.spark.levels import (
-    MachineRef,
-    kernel_for,
-    read_partition,
-    unsigned,
-    word_columns,
-)
-from checker.engines.spark.session import no_pandas_warning
+from checker.engines.spark.levels import MachineRef, kernel_for, level_file, read_level
 from checker.errors import CheckerError
 from checker.lang.machine import LivenessProperty
+from checker.packing import U64
 from checker.progress import Heartbeat
 
 if TYPE_CHECKING:
@@ -57,54 +48,72 @@ MAX_PROPERTIES = 63  # one bit each in an int64 column
 
 @dataclass(frozen=True)
 class LivenessTask:
-    """What executors need to label the graph (pickled with the function)."""
+    """What executors need to label the graph (pickled with the job)."""
 
     ref: MachineRef
+    root: str
+    levels: int
     batch_size: int = 1 << 16
+
+
+@dataclass
+class BucketGraph:
+    """One bucket's share of the graph: its states (with their level and generator),
+    each state's trigger and state-goal bits, and every transition out of them."""
+
+    fps: np.ndarray
+    level: np.ndarray
+    parents: np.ndarray
+    parent_actions: np.ndarray
+    trigger: np.ndarray  # bit i: property i's trigger holds
+    goal: np.ndarray  # bit i: property i's state goal holds
+    src: np.ndarray
+    action: np.ndarray
+    dst: np.ndarray
+    step_goal: np.ndarray  # bit i: the transition is a goal step of property i
 
 
 # --- executors -------------------------------------------------------------------------
 
-def edges_partition(task: LivenessTask, batches: Iterator[pa.RecordBatch]
-                    ) -> Iterator[pa.RecordBatch]:
-    """Every transition out of the partition's states: (source fp, action, target fp,
-    bit i set when it is a goal step of liveness property i)."""
+def graph_bucket(task: LivenessTask, bucket: int) -> BucketGraph:
+    """Bucket `bucket`'s states of every level, their labels and their transitions."""
     kernel = kernel_for(task.ref)
-    fps, words, _, _ = read_partition(batches, kernel)
     A = kernel.n_actions
-    step_goals = [(i, p) for i, p in enumerate(kernel.machine.liveness) if p.goal_is_step]
-    for lo in range(0, len(fps), task.batch_size):
-        chunk = [w[lo:lo + task.batch_size] for w in words]
-        exp = kernel.expand(chunk, 0, False)
-        source = exp.gen // A
-        goal = np.zeros(len(exp.gen), dtype=np.int64)
-        for i, prop in step_goals:
-            before = [w[source] for w in chunk]
-            goal |= evaluate_batch(kernel, prop.goal, before, exp.words).astype(np.int64) << i
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(fps[lo:lo + task.batch_size][source].view(np.int64)),
-             pa.array((exp.gen % A).astype(np.int32)),
-             pa.array(kernel.layout.fingerprints(exp.words).view(np.int64)),
-             pa.array(goal)], names=["src", "action", "dst", "goal"])
-
-
-def labels_partition(task: LivenessTask, batches: Iterator[pa.RecordBatch]
-                     ) -> Iterator[pa.RecordBatch]:
-    """Each state's fp, with bit i of `trigger` (of `goal`) set when property i's
-    trigger (state goal) holds there."""
-    kernel = kernel_for(task.ref)
-    fps, words, _, _ = read_partition(batches, kernel)
-    for lo in range(0, len(fps), task.batch_size):
-        chunk = [w[lo:lo + task.batch_size] for w in words]
-        trigger = np.zeros(len(chunk[0]), dtype=np.int64)
-        goal = np.zeros(len(chunk[0]), dtype=np.int64)
-        for i, prop in enumerate(kernel.machine.liveness):
-            trigger |= evaluate_batch(kernel, prop.trigger, chunk).astype(np.int64) << i
-            if not prop.goal_is_step:
-                goal |= evaluate_batch(kernel, prop.goal, chunk).astype(np.int64) << i
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(fps[lo:lo + task.batch_size].view(np.int64)), pa.array(trigger),
-             pa.array(goal)], names=["fp", "trigger", "goal"])
+    props = kernel.machine.liveness
+    step_goals = [(i, p) for i, p in enumerate(props) if p.goal_is_step]
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in BucketGraph.__dataclass_fields__}
+    for k in range(task.levels):
+        states = read_level(level_file(Path(task.root), k, bucket), kernel)
+        n = len(states.fps)
+        parts["fps"].append(states.fps)
+        parts["level"].append(np.full(n, k, dtype=np.int64))
+        parts["parents"].append(states.parents)
+        parts["parent_actions"].append(states.actions)
+        for lo in range(0, n, task.batch_size):
+            chunk = [w[lo:lo + task.batch_size] for w in states.words]
+            trigger = np.zeros(len(chunk[0]), dtype=np.int64)
+            goal = np.zeros(len(chunk[0]), dtype=np.int64)
+            for i, prop in enumerate(props):
+                trigger |= evaluate_batch(kernel, prop.trigger, chunk).astype(np.int64) << i
+                if not prop.goal_is_step:
+                    goal |= evaluate_batch(kernel, prop.goal, chunk).astype(np.int64) << i
+            parts["trigger"].append(trigger)
+            parts["goal"].append(goal)
+            exp = kernel.expand(chunk, 0, False)
+            source = exp.gen // A
+            step_goal = np.zeros(len(exp.gen), dtype=np.int64)
+            for i, prop in step_goals:
+                before = [w[source] for w in chunk]
+                step_goal |= evaluate_batch(kernel, prop.goal, before,
+                                            exp.words).astype(np.int64) << i
+            parts["src"].append(states.fps[lo:lo + task.batch_size][source])
+            parts["action"].append((exp.gen % A).astype(np.int64))
+            parts["dst"].append(kernel.layout.fingerprints(exp.words))
+            parts["step_goal"].append(step_goal)
+    unsigned = {"fps", "parents", "src", "dst"}
+    return BucketGraph(**{k: np.concatenate(v) if v else
+                          np.empty(0, dtype=U64 if k in unsigned else np.int64)
+                          for k, v in parts.items()})
 
 
 # --- the driver ---------------------------------------------------------------------------
@@ -116,41 +125,32 @@ def check_liveness(run: _Run, result: CheckResult) -> CheckResult:
         raise CheckerError(f"the Spark engine checks at most {MAX_PROPERTIES} liveness "
                            f"properties in one run; the model names {len(machine.liveness)}")
     started = time.perf_counter()
-    layout = run.kernel.layout
-    columns = ["fp", *word_columns(layout.n_words, layout.exact), "parent", "action"]
-    task = LivenessTask(run.ref, run.options.batch_size)
-    levels = run.spark.table(run.table)
-    _say(run, "liveness: numbering the explored states")
-    states = levels.select("fp", "level", "parent", "action").toArrow()
-    fp, level = unsigned(states, "fp"), states.column("level").to_numpy()
-    order = np.lexsort((fp, level))
-    fp, level = fp[order], level[order].astype(np.int64)
+    n = run.run_dir.partitions
+    task = LivenessTask(run.ref, str(run.run_dir.path), run.depth + 1, run.options.batch_size)
+    _say(run, f"liveness: recomputing the transitions of {sum(run.progress.sizes):,} states "
+              "in executors")
+    context = run.spark.sparkContext
+    context.setJobDescription("ctmc: liveness graph")
+    with Heartbeat(run.options.progress, "liveness: transitions and labels"):
+        shares = context.parallelize(range(n), n).map(partial(graph_bucket, task)).collect()
+    part = BucketGraph(**{k: np.concatenate([getattr(s, k) for s in shares])
+                          for k in BucketGraph.__dataclass_fields__})
+    fp, level = part.fps, part.level
+    order = np.lexsort((fp, level))  # states numbered by level, then fingerprint
+    fp, level = fp[order], level[order]
     number = _Numbering(fp, run)
     parent = np.full(len(fp), -1, dtype=np.int64)
     later = level > 0
-    parent[later] = number.of(unsigned(states, "parent")[order][later], "parent")
-    parent_action = states.column("action").to_numpy()[order].astype(np.int64)
-    _say(run, f"liveness: recomputing the transitions of {len(fp):,} states in executors")
-    frontier = levels.select(*columns)
-    with no_pandas_warning(), Heartbeat(run.options.progress, "liveness: transitions"):
-        edges = frontier.mapInArrow(partial(edges_partition, task),
-                                    "src long, action int, dst long, goal long").toArrow()
-    src = number.of(unsigned(edges, "src"), "source")
-    dst = number.of(unsigned(edges, "dst"), "target")
-    action = edges.column("action").to_numpy().astype(np.int64)
-    by = transition_order(src, action)
-    graph = StateGraph(level, parent, parent_action, src[by], dst[by], action[by],
+    parent[later] = number.of(part.parents[order][later], "parent")
+    parent_action = part.parent_actions[order]
+    trigger, goal = part.trigger[order], part.goal[order]
+    src = number.of(part.src, "source")
+    dst = number.of(part.dst, "target")
+    by = transition_order(src, part.action)
+    graph = StateGraph(level, parent, parent_action, src[by], dst[by], part.action[by],
                        run.init_states)
-    step_goal = edges.column("goal").to_numpy()[by]
-    _say(run, f"liveness: labelling states; {len(src):,} transitions")
-    with no_pandas_warning(), Heartbeat(run.options.progress, "liveness: labels"):
-        labels = frontier.mapInArrow(partial(labels_partition, task),
-                                     "fp long, trigger long, goal long").toArrow()
-    at = number.of(unsigned(labels, "fp"), "labelled")
-    trigger = np.zeros(len(fp), dtype=np.int64)
-    goal = np.zeros(len(fp), dtype=np.int64)
-    trigger[at] = labels.column("trigger").to_numpy()
-    goal[at] = labels.column("goal").to_numpy()
+    step_goal = part.step_goal[by]
+    _say(run, f"liveness: {len(src):,} transitions")
     index = {p.name: i for i, p in enumerate(machine.liveness)}
 
     def labels_of(prop: LivenessProperty) -> Labels:

@@ -1,20 +1,25 @@
 """The run directory of a Spark BFS: what is being run, and its levels with their records.
 
     DIR/run.json                   what the run explores (its identity) and its
-                                   partition count; written once, and marks the folder
+                                   bucket count; written once, and marks the folder
                                    as a ctmc run directory
-    DIR/level=K/                   level K's states as Parquet, one file per bucket
+    DIR/level=K/part-B.parquet     level K's states in bucket B, sorted by fingerprint
     DIR/level=K/_ctmc_level.json   level K's record: each file's size, row count and
-                                   SHA-256, the level's counters and timings, and a
-                                   SHA-256 of the record itself (Spark ignores `_` files)
+                                   SHA-256, the sizes of the visited runs it wrote, the
+                                   level's counters and timings, and a SHA-256 of the
+                                   record itself
+    DIR/visited/bucket=B/L*.u64    bucket B's visited fingerprints (`visited_runs.py`)
+    DIR/exchange/level=K/          the successors on their way to level K (`exchange.py`),
+                                   deleted once level K is recorded
 
-A level is durable once its record is written, after Spark committed its files;
+A level is durable once its record is written, after every task wrote its files;
 the run's progress is the sum of the records of levels 0..K. On resume every
 durable level is verified against its record; a mismatch (a file missing, changed
 or added, a record edited) is one line naming the file, and nothing is deleted. The
-only thing resume removes is what a killed run left unfinished: the one level after
-the last durable one, which has no record, and Spark's staging folders. There is
-no separate index to lose: the records are the bookkeeping.
+only things resume removes are what a killed run left unfinished: the one level
+after the last durable one, which has no record, the visited runs not in the
+durable levels' schedule, the exchange, and half-written temporary files. There is no separate
+index to lose: the records are the bookkeeping.
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from checker.engines.durable import file_sha256, read_json, same_identity, seal, unseal, write_json
+from checker.engines.spark import exchange, visited_runs
 from checker.errors import CheckerError
 
 RUN_FILE = "run.json"
 RECORD = "_ctmc_level.json"
 _LEVEL_DIR = re.compile(r"^level=(\d+)$")
-_STAGING = re.compile(r"^(_temporary|\.spark-staging-.*)$")
+_TEMPORARY = re.compile(r"^\..*\.tmp$")  # `visited_runs.write_file`'s, before its rename
 
 
 @dataclass
@@ -87,21 +93,44 @@ class RunDir:
     def level_path(self, level: int) -> Path:
         return self.path / f"level={level}"
 
-    def record(self, level: int, counts: LevelCounts) -> None:
-        """Make `level` durable: Spark committed its files, now describe them."""
+    def record(self, level: int, counts: LevelCounts, files: dict[str, dict[str, Any]],
+               runs: dict[int, int]) -> None:
+        """Make `level` durable: its tasks wrote `files` (name -> description) and, per
+        bucket, a visited run of `runs[bucket]` bytes; check they are there, then
+        describe them."""
         folder = self.level_path(level)
-        started = time.perf_counter()
-        files = {f.name: _describe(f) for f in _data_files(folder)}
-        counts.timings["record_seconds"] = round(time.perf_counter() - started, 3)
+        present = {f.name: f.stat().st_size for f in _data_files(folder)}
+        if present != {name: f["bytes"] for name, f in files.items()} or \
+                len(runs) != self.partitions:
+            raise CheckerError(f"{folder}: the files there are not those the tasks of level "
+                               f"{level} reported writing ({len(present)} found, {len(files)} "
+                               "reported)")
         if sum(f["rows"] for f in files.values()) != counts.states:
-            raise CheckerError(f"{folder}: Spark wrote {sum(f['rows'] for f in files.values())} "
-                               f"rows for level {level}, not the {counts.states} counted")
+            raise CheckerError(f"{folder}: the tasks wrote {sum(f['rows'] for f in files.values())}"
+                               f" rows for level {level}, not the {counts.states} counted")
         write_json(folder / RECORD, seal({"level": level, "files": files,
+                                          "runs": {str(b): size for b, size in runs.items()},
                                           "counts": counts.__dict__}))
 
-    def parquet_bytes(self, level: int) -> int:
-        folder = self.level_path(level)
-        return sum(f.stat().st_size for f in _data_files(folder)) if folder.is_dir() else 0
+    def discard(self, level: int) -> None:
+        """Delete what the tasks of an unrecorded `level` wrote: its files, its runs."""
+        shutil.rmtree(self.level_path(level), ignore_errors=True)
+        self.drop_exchange(level)
+        for bucket in range(self.partitions):
+            folder = visited_runs.bucket_folder(self.path, bucket)
+            for run in folder.glob(f"L*-{level}.u64"):
+                run.unlink()
+
+    def drop_exchange(self, level: int) -> None:
+        """Delete the successors exchanged to build a level (once it is recorded)."""
+        shutil.rmtree(exchange.folder(self.path, level), ignore_errors=True)
+
+    def drop_runs(self, runs: list[tuple[int, int]]) -> None:
+        """Delete visited runs that a recorded level's runs replaced."""
+        for bucket in range(self.partitions):
+            folder = visited_runs.bucket_folder(self.path, bucket)
+            for run in runs:
+                (folder / visited_runs.run_name(run)).unlink(missing_ok=True)
 
 
 def default_path(label: str) -> Path:
@@ -142,7 +171,7 @@ def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -
     except OSError as exc:
         raise CheckerError(f"cannot create run directory {folder}: "
                            f"{exc.strerror or exc}") from None
-    return RunDir(folder, identity, partitions)
+    return RunDir(folder.resolve(), identity, partitions)
 
 
 def inspect(path: str | os.PathLike, identity: dict[str, Any],
@@ -158,7 +187,7 @@ def inspect(path: str | os.PathLike, identity: dict[str, Any],
     if partitions is not None and partitions != record["partitions"]:
         raise CheckerError(f"cannot resume {folder} with --partitions {partitions}: its levels "
                            f"are split into {record['partitions']} partitions")
-    return RunDir(folder, identity, record["partitions"])
+    return RunDir(folder.resolve(), identity, record["partitions"])
 
 
 def resume(path: str | os.PathLike, identity: dict[str, Any],
@@ -170,11 +199,14 @@ def resume(path: str | os.PathLike, identity: dict[str, Any],
     progress = Progress(enabled=[0] * n_actions, new_states=[0] * n_actions)
     recorded = [k for k, folder in levels.items() if (folder / RECORD).exists()]
     durable = max(recorded, default=-1)
+    run_sizes: dict[int, dict[str, int]] = {}
     for k in range(durable + 1):
         if k not in levels:
             raise CheckerError(f"{run.level_path(k)}: missing, but level {durable} is recorded; "
                                f"{run.path} cannot be resumed")
-        progress.add(_verify(levels[k], k, n_actions))
+        counts, run_sizes[k] = _verify(levels[k], k, n_actions)
+        progress.add(counts)
+    keep = _verify_runs(run, durable, run_sizes)
     unfinished = [k for k in levels if k > durable]
     if any(k > durable + 1 for k in unfinished):
         k = min(k for k in unfinished if k > durable + 1)
@@ -182,20 +214,44 @@ def resume(path: str | os.PathLike, identity: dict[str, Any],
                            f"which has no record; {run.path} cannot be resumed")
     for k in unfinished:  # written by the killed run, never recorded
         shutil.rmtree(levels[k])
-    for entry in run.path.iterdir():
-        if _STAGING.match(entry.name):
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    shutil.rmtree(run.path / exchange.EXCHANGE, ignore_errors=True)  # no level needs it
+    for bucket in range(run.partitions):  # runs written by the killed run, or replaced
+        folder = visited_runs.bucket_folder(run.path, bucket)
+        for entry in folder.iterdir() if folder.is_dir() else []:
+            if entry.name not in keep or _TEMPORARY.match(entry.name):
+                entry.unlink()
+    for k in range(durable + 1):
+        for entry in levels[k].iterdir():
+            if _TEMPORARY.match(entry.name):
+                entry.unlink()
     return run, progress
+
+
+def _verify_runs(run: RunDir, durable: int, sizes: dict[int, dict[str, int]]) -> set[str]:
+    """The visited runs levels 0..durable need, each there with its recorded size."""
+    keep = set()
+    for lo, hi in visited_runs.schedule(durable + 1):
+        name = visited_runs.run_name((lo, hi))
+        keep.add(name)
+        for bucket in range(run.partitions):
+            path = visited_runs.bucket_folder(run.path, bucket) / name
+            size = path.stat().st_size if path.is_file() else None
+            if size != sizes[hi].get(str(bucket)):
+                raise CheckerError(f"{path}: {'missing' if size is None else 'changed'} "
+                                   f"(level {hi}'s record names it); {run.path} cannot be "
+                                   "resumed")
+    return keep
 
 
 # --- verifying ---------------------------------------------------------------------
 
-def _verify(folder: Path, level: int, n_actions: int) -> LevelCounts:
-    """Level `level`'s counts, if its files are exactly those its record describes."""
+def _verify(folder: Path, level: int, n_actions: int) -> tuple[LevelCounts, dict[str, int]]:
+    """Level `level`'s counts and its visited runs' sizes by bucket, if its files are
+    exactly those its record describes."""
     path = folder / RECORD
     record = unseal(path, read_json(path, f"{folder}: level {level} has no record"))
-    files = record.get("files")
-    if record.get("level") != level or not isinstance(files, dict):
+    files, runs = record.get("files"), record.get("runs")
+    if record.get("level") != level or not isinstance(files, dict) or not isinstance(runs, dict):
         raise CheckerError(f"{path}: malformed record")
     present = {f.name: f for f in _data_files(folder)}
     for name in sorted(set(files) | set(present)):
@@ -214,11 +270,11 @@ def _verify(folder: Path, level: int, n_actions: int) -> LevelCounts:
     if counts.states != sum(f["rows"] for f in files.values()) or (
             level and (len(counts.enabled) != n_actions or len(counts.new_states) != n_actions)):
         raise CheckerError(f"{path}: its counts do not match its files")
-    return counts
+    return counts, runs
 
 
 def _data_files(folder: Path) -> list[Path]:
-    """The Parquet files of a level (Spark skips names starting with `_` or `.`)."""
+    """The Parquet files of a level (not its record, not temporary files)."""
     return sorted(f for f in folder.iterdir()
                   if f.is_file() and not f.name.startswith((".", "_")))
 

@@ -1,19 +1,21 @@
-"""Breadth-first search on Spark: the local BFS, partitioned by fingerprint.
+"""Breadth-first search on Spark: the local BFS, split into buckets by fingerprint.
 
-Each level is a bucketed, partitioned Parquet table under the run directory:
-rows (fp, packed words, parent fp, action id), `level=K` folders, and N
-buckets hashed on `fp`. One Spark job per level:
+Spark schedules the work; the data lives in files under the run directory, which
+the driver and every executor see alike (`run_dir.py`): level K's states as one
+sorted Parquet file per bucket, and each bucket's visited fingerprints as a few
+sorted runs (`visited_runs.py`). One Spark job per level, one shuffle:
 
-    frontier (level K, bucket scan) -> mapInArrow(expand)     successors, map-side deduped
-      -> shuffle by fp into N partitions
-      -> left anti-join with the visited set (levels 0..K, bucket scan, never shuffled)
-      -> mapInArrow(dedupe)                                    canonical parent, invariants
-      -> insert as level K+1 (one file per bucket)
+    bucket ids 0..N-1 -> expand_bucket    read level K's file, successors, map-side deduped,
+                                          one array bundle per target bucket
+      -> partitionBy(bucket)              the only shuffle: a few blobs per task pair
+      -> dedupe_bucket                    canonical generators, visited runs, invariants;
+                                          writes level K+1's file and the bucket's new run
+      -> collect()                        one small summary per task
 
-The visited side of the join is read bucket by bucket, already partitioned
-like the shuffled successors, so it is never shuffled, broadcast or collected
-(`docs/decisions/0004-spark-partitioning.md`). The driver only receives small
-per-partition summaries and, for a counterexample, one row per step.
+The visited set is never shuffled, broadcast or collected, and nothing goes
+through Spark SQL's row format (`docs/decisions/0013-spark-files-not-tables.md`).
+The driver only receives per-task summaries and, for a counterexample, reads one
+row per step.
 
 Results equal the local engine's (`bfs.py`): the same counts and coverage, and
 the same canonical counterexample: a new state's parent is its generator with
@@ -26,21 +28,19 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 import tempfile
 import time
-import uuid
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from py4j.protocol import Py4JError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.successors import Kernel
@@ -49,43 +49,34 @@ from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
 from checker.engines.scope import refuse_unchecked
 from checker.engines.spark import run_dir as spark_run_dir
+from checker.engines.spark import visited_runs
 from checker.engines.spark.levels import (
     DedupeSummary,
     ExpandSummary,
     LevelTask,
     MachineRef,
-    SummaryParam,
-    dedupe_partition,
-    expand_partition,
-    state_schema,
-    word_columns,
+    States,
+    dedupe_buckets,
+    expand_buckets,
+    kernel_for,
+    level_file,
+    read_level,
+    write_level,
 )
 from checker.engines.spark.liveness import check_liveness
 from checker.engines.spark.options import SparkOptions
 from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir
-from checker.engines.spark.session import check_master, no_pandas_warning, spark_session
+from checker.engines.spark.session import check_master, first_line, spark_session
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64, Layout
 from checker.progress import Heartbeat
 from checker.traces.trace import Trace
 
-ENGINE_VERSION = "spark-2"
+ENGINE_VERSION = "spark-3"
 MIN_PARTITIONS = 8  # default: 2 per core, at least this many
-
-# Settings every run needs (SQL settings, so they also apply to a session passed in).
-_RUN_CONF = {
-    "spark.sql.adaptive.enabled": "false",  # partition ids must stay the bucket ids
-    "spark.sql.autoBroadcastJoinThreshold": "-1",  # a broadcast would collect the visited set
-    "spark.sql.sources.bucketing.enabled": "true",
-    "spark.sql.sources.bucketing.autoBucketedScan.enabled": "false",
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.execution.arrow.maxRecordsPerBatch": str(1 << 16),
-    # a level's rows arrive partitioned by bucket: write them without sorting them first
-    "spark.sql.optimizer.plannedWrite.enabled": "false",
-    "spark.sql.maxConcurrentOutputFileWriters": "2",
-}
-
+MAX_PARTITIONS = 1 << 16  # bucket numbers travel as uint16
+STATES_PER_TASK = 1 << 18  # a frontier this size is worth one more task per stage
 
 @dataclass
 class _Found:
@@ -100,11 +91,14 @@ class _Found:
 
 @dataclass
 class _Level:
-    """One level's merged summaries."""
+    """One level's merged summaries, and the files its tasks wrote."""
 
     expand: ExpandSummary
     dedupe: DedupeSummary
     seconds: float
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # level file -> description
+    runs: dict[int, int] = field(default_factory=dict)  # bucket -> bytes of its new run
+    tasks: int = 0  # per stage
 
 
 @dataclass
@@ -116,7 +110,6 @@ class _Run:
     spark: SparkSession
     run_dir: RunDir
     progress: Progress
-    table: str
     init_states: list[tuple[int, ...]]
     init_fps: np.ndarray
     started: float
@@ -152,13 +145,11 @@ def check(machine: Machine, options: SparkOptions | None = None,
         progress = Progress(enabled=[0] * A, new_states=[0] * A)
     kernel = Kernel(machine)
     init_states, init_fps = _initial_states(machine, kernel)
-    run = _Run(machine, kernel, ref, options, spark, run_dir, progress,
-               f"ctmc_run_{uuid.uuid4().hex[:16]}", init_states, init_fps, time.perf_counter())
-    _prepare(run)  # the clock starts once Spark is up: startup is not exploration
-    try:
-        return _search(run)
-    finally:
-        spark.sql(f"DROP TABLE IF EXISTS {run.table}")  # external: the files stay
+    run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
+               init_fps, time.perf_counter())
+    _prepare(run)
+    run.started = time.perf_counter()  # the clock starts once Spark is up and warm
+    return _search(run)
 
 
 def preflight(machine: Machine, options: SparkOptions) -> None:
@@ -166,6 +157,9 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     starts or anything is written."""
     if options.partitions is not None and options.partitions < 1:
         raise CheckerError(f"--partitions must be positive, got {options.partitions}")
+    if options.partitions is not None and options.partitions > MAX_PARTITIONS:
+        raise CheckerError(f"--partitions is at most {MAX_PARTITIONS:,} (one file per bucket "
+                           f"and level), got {options.partitions:,}")
     if options.resume and not options.run_dir:
         raise CheckerError("resuming a Spark run needs its run directory")
     refuse_unchecked(machine, "spark", options.max_depth)
@@ -200,6 +194,7 @@ def _search(run: _Run) -> CheckResult:
             progress = run.progress  # the level's expansion counts, as the local engine's do
             progress.enabled = (np.array(progress.enabled) + level.expand.enabled).tolist()
             progress.generated += level.expand.generated
+            run.run_dir.discard(run.depth + 1)  # empty, or past a violation: never recorded
             if found is not None:
                 return _report(run, found)
             result = _finish(run, complete=True)
@@ -210,19 +205,28 @@ def _search(run: _Run) -> CheckResult:
 # --- Spark -------------------------------------------------------------------------------
 
 def _prepare(run: _Run) -> None:
-    """Settings, code shipped to executors, and the levels' table over the run directory."""
-    spark = run.spark
-    for key, value in _RUN_CONF.items():
-        spark.conf.set(key, value)
-    spark.conf.set("spark.sql.shuffle.partitions", str(run.run_dir.partitions))
-    spark.sparkContext.addPyFile(_code_archive(run.ref))
-    layout = run.kernel.layout
-    words = "".join(f"{c} BIGINT, " for c in word_columns(layout.n_words, layout.exact))
-    location = str(run.run_dir.path.resolve()).replace("\\", "\\\\").replace("'", "\\'")
-    spark.sql(f"CREATE TABLE {run.table} (fp BIGINT, {words}parent BIGINT, action INT, "
-              f"level INT) USING parquet PARTITIONED BY (level) CLUSTERED BY (fp) INTO "
-              f"{run.run_dir.partitions} BUCKETS LOCATION '{location}'")
-    spark.sql(f"ALTER TABLE {run.table} RECOVER PARTITIONS")  # the levels of a resumed run
+    """Ship the code to executors, make sure they see the run directory, and have their
+    Python workers (which Spark reuses) build the kernel before the first level."""
+    context = run.spark.sparkContext
+    context.addPyFile(_code_archive(run.ref))
+    root = str(run.run_dir.path)
+    tasks = max(2, context.defaultParallelism)
+    context.setJobDescription("ctmc: can the executors read the run directory?")
+    try:
+        blind = context.parallelize(range(tasks), tasks) \
+            .filter(partial(_cannot_read, run.ref, root)).count()
+    except (Py4JError, PySparkException) as exc:
+        raise CheckerError(f"Spark could not run a task on {run.options.master} "
+                           f"({first_line(exc)})") from None
+    if blind:
+        raise CheckerError(f"run directory {root}: {blind} of {tasks} executor tasks cannot "
+                           "read it; give a folder that the driver and every executor see at "
+                           "the same path (a shared or network file system)")
+
+
+def _cannot_read(ref: MachineRef, root: str, _: int) -> bool:
+    kernel_for(ref)
+    return not os.path.isfile(os.path.join(root, spark_run_dir.RUN_FILE))
 
 
 def _code_archive(ref: MachineRef) -> str:
@@ -281,13 +285,6 @@ def _initial_level(run: _Run) -> _Found | None:
     packed = np.array([layout.pack(s) for s in run.init_states], dtype=U64)
     words = [packed[:, w].copy() for w in range(layout.n_words)]
     n = len(run.init_fps)
-    columns = {"fp": run.init_fps.view(np.int64)}
-    for name, w in zip(word_columns(layout.n_words, layout.exact), words, strict=False):
-        columns[name] = w.view(np.int64)
-    columns.update(parent=np.zeros(n, dtype=np.int64), action=np.full(n, -1, dtype=np.int32),
-                   level=np.zeros(n, dtype=np.int32))
-    frame = run.spark.createDataFrame(pa.table(columns))
-    frame.repartition(run.run_dir.partitions, "fp").write.insertInto(run.table)
     first, undefined = kernel.violated_properties(words)
     bad = np.flatnonzero((first >= 0) | undefined)
     if len(bad):  # the smallest fingerprint, as the local engine chooses
@@ -295,54 +292,81 @@ def _initial_level(run: _Run) -> _Found | None:
         kind = "error" if undefined[i] else "invariant"
         prop = "" if undefined[i] else kernel.property_names[int(first[i])]
         return _Found(kind, 0, int(run.init_fps[i]), None, prop)
+    states = States(run.init_fps, words, np.zeros(n, dtype=U64), np.full(n, -1, dtype=np.int64))
+    buckets = visited_runs.bucket_of(run.init_fps, run.run_dir.partitions)
+    root = run.run_dir.path
+    files, runs = {}, {}
+    for b in range(run.run_dir.partitions):
+        share = states.take(np.flatnonzero(buckets == b), layout.exact)
+        path = level_file(root, 0, b)
+        files[path.name] = write_level(path, share, layout.exact)
+        runs[b] = visited_runs.add_level(root, b, 0, share.fps)[1]
     counts = LevelCounts(n, timings={"seconds": round(_lap(run), 3),
-                                     "bytes": run.run_dir.parquet_bytes(0)})
-    run.run_dir.record(0, counts)
+                                     "bytes": sum(f["bytes"] for f in files.values())})
+    run.run_dir.record(0, counts, files, runs)
     run.progress.add(counts)
     _say(run, f"level   0 | new {n:>12,} | total {n:>13,}")
     return None
 
 
-def level_frame(run: _Run, task: LevelTask) -> DataFrame:
-    """Level K+1 as a DataFrame (lazy), from level K and the visited levels 0..K."""
-    layout = run.kernel.layout
-    schema = state_schema(layout.n_words, layout.exact)
-    columns = ["fp", *word_columns(layout.n_words, layout.exact), "parent", "action"]
-    levels = run.spark.table(run.table)
-    frontier = levels.where(F.col("level") == task.level).select(*columns)
-    visited = levels.where(F.col("level") <= task.level).select("fp")
-    with no_pandas_warning():
-        successors = frontier.mapInArrow(partial(expand_partition, task), schema)
-        # Shuffled hash join, building on the visited side: no sort of the whole visited set.
-        fresh = successors.join(visited.hint("shuffle_hash"), "fp", "left_anti")
-        new = fresh.mapInArrow(partial(dedupe_partition, task), schema)
-    return new.withColumn("level", F.lit(task.level + 1))
+def level_job(run: _Run, task: LevelTask) -> Any:
+    """The RDD of level K+1's summaries (lazy): see the module docstring."""
+    tasks = run.spark.sparkContext.parallelize(range(task.tasks), task.tasks)
+    successors = tasks.mapPartitionsWithIndex(partial(expand_buckets, task))
+    return successors.partitionBy(task.tasks, task.task_of) \
+        .mapPartitionsWithIndex(partial(dedupe_buckets, task))
+
+
+def _cause(exc: BaseException) -> str:
+    """What failed in a Spark job, in one line: the Python exception an executor raised
+    (the last line of its traceback) when there is one, else the error's first line."""
+    raised = [line.strip() for line in str(exc).splitlines()
+              if _RAISED.match(line.strip())]
+    return (raised[-1] if raised else first_line(exc))[:300]
+
+
+_RAISED = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)|[\w.]*Kill\w*)(: |$)")
+
+
+def _tasks(run: _Run) -> int:
+    """Tasks per stage for the next level: one per STATES_PER_TASK frontier states, in
+    whole waves over the cores, at most one per bucket."""
+    n = run.run_dir.partitions
+    wanted = -(-run.progress.sizes[-1] // STATES_PER_TASK)
+    if wanted <= 1:
+        return 1
+    cores = run.spark.sparkContext.defaultParallelism
+    return min(n, -(-wanted // cores) * cores)
 
 
 def _expand_level(run: _Run) -> _Level:
     started = time.perf_counter()
-    accumulator = run.spark.sparkContext.accumulator({}, SummaryParam())
-    task = LevelTask(run.ref, run.depth, run.options.deadlock, accumulator,
-                     run.options.batch_size, run.options.dedup_budget)
+    n = run.run_dir.partitions
+    task = LevelTask(run.ref, str(run.run_dir.path), run.depth, n, _tasks(run),
+                     run.options.deadlock, run.options.batch_size, run.options.dedup_budget)
+    run.spark.sparkContext.setJobDescription(f"ctmc: level {run.depth + 1}")
     try:
         with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
-            level_frame(run, task).write.insertInto(run.table)
+            summaries = level_job(run, task).collect()
     except (Py4JError, PySparkException) as exc:
-        cause = " ".join(str(exc).split())[:400]
-        raise CheckerError(f"the Spark job building level {run.depth + 1} failed ({cause}); "
+        raise CheckerError(f"the Spark job building level {run.depth + 1} failed "
+                           f"({_cause(exc)}); "
                            f"levels 0-{run.depth} are kept in {run.run_dir.path}: resume with "
                            f"--resume {run.run_dir.path}") from None
-    summaries: dict[tuple[str, int], Any] = accumulator.value
     A = len(run.machine.actions)
-    expand = ExpandSummary(np.zeros(A, dtype=np.int64))
-    dedupe = DedupeSummary(np.zeros(A, dtype=np.int64))
-    steps = {"expand": 0, "dedupe": 0}
-    for (step, _), s in sorted(summaries.items(), key=lambda item: item[0]):
-        steps[step] += 1
+    level = _Level(ExpandSummary(np.zeros(A, dtype=np.int64)),
+                   DedupeSummary(np.zeros(A, dtype=np.int64)), 0.0)
+    expand, dedupe = level.expand, level.dedupe
+    seen: dict[str, set[int]] = {"expand": set(), "dedupe": set()}
+    for step, bucket, s in sorted(summaries, key=lambda item: item[:2]):
+        seen[step].add(bucket)
         if step == "expand":
             expand.enabled += s.enabled
             expand.generated += s.generated
             expand.seconds += s.seconds
+            expand.write_seconds += s.write_seconds
+            expand.shuffled += s.shuffled
+            expand.exchange_bytes += s.exchange_bytes
             expand.deadlock = _smallest(expand.deadlock, s.deadlock)
             expand.guard_error = _smallest(expand.guard_error, s.guard_error)
             expand.error = _smallest(expand.error, s.error)
@@ -350,13 +374,21 @@ def _expand_level(run: _Run) -> _Level:
         else:
             dedupe.new_states += s.new_states
             dedupe.count += s.count
+            dedupe.shuffle_seconds += s.shuffle_seconds
             dedupe.seconds += s.seconds
             dedupe.write_seconds += s.write_seconds
             dedupe.bad = _smallest(dedupe.bad, s.bad)
-    if steps["dedupe"] != run.run_dir.partitions:
-        raise CheckerError(f"internal error: level {run.depth + 1} reported "
-                           f"{steps['dedupe']} of {run.run_dir.partitions} partitions")
-    return _Level(expand, dedupe, time.perf_counter() - started)
+            level.files[level_file(run.run_dir.path, run.depth + 1, bucket).name] = s.file
+            level.runs[bucket] = s.run[1]
+    expected = {"expand": task.tasks, "dedupe": n}
+    for step, buckets in seen.items():
+        if len(buckets) != expected[step] or \
+                len(buckets) != sum(x[0] == step for x in summaries):
+            raise CheckerError(f"the Spark job building level {run.depth + 1} returned "
+                               f"{len(buckets)} {step} summaries, not {expected[step]}")
+    level.tasks = task.tasks
+    level.seconds = time.perf_counter() - started
+    return level
 
 
 def _stages(run: _Run, level: int) -> str:
@@ -376,22 +408,30 @@ def _smallest(a: Any, b: Any) -> Any:
 
 
 def _commit_level(run: _Run, level: _Level) -> None:
-    """Make level K+1 durable: its Parquet is committed, now record it."""
+    """Make level K+1 durable: its tasks wrote its files, now record them, then drop
+    the visited runs its new runs replaced."""
     depth = run.depth + 1
     d, e = level.dedupe, level.expand
     counts = LevelCounts(d.count, e.generated, e.enabled.tolist(), d.new_states.tolist(), {
         "seconds": round(_lap(run), 3), "level_seconds": round(level.seconds, 3),
-        "expand_task_seconds": round(e.seconds, 3), "dedupe_task_seconds": round(d.seconds, 3),
+        "tasks": level.tasks,
+        "expand_task_seconds": round(e.seconds, 3),
+        "exchange_task_seconds": round(e.write_seconds + d.shuffle_seconds, 3),
+        "dedupe_task_seconds": round(d.seconds, 3),
         "write_task_seconds": round(d.write_seconds, 3),
-        "bytes": run.run_dir.parquet_bytes(depth)})
-    run.run_dir.record(depth, counts)
+        "exchanged": e.shuffled, "exchange_bytes": e.exchange_bytes,
+        "bytes": sum(f["bytes"] for f in level.files.values())})
+    run.run_dir.record(depth, counts, level.files, level.runs)
+    run.run_dir.drop_runs(visited_runs.superseded(depth + 1))
+    run.run_dir.drop_exchange(depth)
     progress = run.progress
     progress.add(counts)
     total = sum(progress.sizes)
     rate = total / progress.seconds if progress.seconds > 0 else 0.0
     _say(run, f"level {depth:>3} | new {d.count:>12,} | total {total:>13,} | "
-              f"{rate:>10,.0f} states/s | {level.seconds:7.2f} s (task-s: expand "
-              f"{e.seconds:.2f}, dedupe {d.seconds:.2f}, write {d.write_seconds:.2f})")
+              f"{rate:>10,.0f} states/s | {level.seconds:6.2f} s; task-s: expand "
+              f"{e.seconds:.2f}, exchange {e.write_seconds + d.shuffle_seconds:.2f}, dedupe "
+              f"{d.seconds:.2f}, write {d.write_seconds:.2f}")
 
 
 def _lap(run: _Run) -> float:
@@ -435,7 +475,7 @@ def _violation(run: _Run, level: _Level) -> _Found | None:
 def _stats(run: _Run) -> dict[str, Any]:
     progress = run.progress
     distinct = sum(progress.sizes)
-    parquet = sum(run.run_dir.parquet_bytes(k) for k in range(len(progress.sizes)))
+    parquet = sum(int(level.get("bytes", 0)) for level in progress.levels)
     stats = search_stats(distinct, progress.generated, run.depth, run.elapsed(),
                          run.kernel.layout, run.kernel.n_actions)
     stats.update({
@@ -457,23 +497,22 @@ def _finish(run: _Run, complete: bool) -> CheckResult:
 
 def _path(run: _Run, depth: int, fp: int) -> Trace:
     """The canonical path to state `fp` of level `depth`: parent columns read back
-    level by level (one row each), then the actions replayed from the initial state."""
+    level by level (one row each, from the state's bucket), then the actions
+    replayed from the initial state."""
     actions: list[int] = []
-    levels = run.spark.table(run.table)
+    n = run.run_dir.partitions
     for d in range(depth, 0, -1):
-        rows = levels.where((F.col("level") == d) & (F.col("fp") == _signed(fp))) \
-            .select("parent", "action").collect()
-        if len(rows) != 1:
-            raise CheckerError(f"run directory {run.run_dir.path}: level {d} holds "
-                               f"{len(rows)} rows for state {fp:#018x}, expected one")
-        actions.append(rows[0]["action"])
-        fp = int(np.int64(rows[0]["parent"]).view(U64))
+        key = np.array([fp], dtype=U64)
+        bucket = int(visited_runs.bucket_of(key, n)[0])
+        path = level_file(run.run_dir.path, d, bucket)
+        rows = read_level(path, run.kernel, ["fp", "parent", "action"])
+        at = int(np.searchsorted(rows.fps, key[0]))
+        if at == len(rows.fps) or rows.fps[at] != key[0]:
+            raise CheckerError(f"{path}: state {fp:#018x} is missing from level {d}")
+        actions.append(int(rows.actions[at]))
+        fp = int(rows.parents[at])
     index = int(np.searchsorted(run.init_fps, U64(fp)))  # sorted, distinct
     return replay(run.machine, run.init_states[index], actions[::-1])
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def _report(run: _Run, found: _Found) -> CheckResult:

@@ -76,7 +76,8 @@ def _debugging() -> bool:
     return os.environ.get("CTMC_DEBUG", "0") not in ("", "0")
 
 
-_LOG4J2 = """\
+# A log4j2 configuration logging to stderr at {level}
+LOG4J2 = """\
 rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = stderr
 appender.console.type = Console
@@ -92,7 +93,7 @@ def _log_config() -> str:
     progress lines stay readable and Java stack traces stay off the terminal."""
     level = "error" if _debugging() else "off"
     path = Path(tempfile.gettempdir()) / f"ctmc-spark-log4j2-{level}.properties"
-    text = _LOG4J2.replace("{level}", level)
+    text = LOG4J2.replace("{level}", level)
     if not path.exists() or path.read_text() != text:
         path.write_text(text)
     return path.as_uri()
