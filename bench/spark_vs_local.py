@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
     from checker.models import build_machine, load_model
     from checker.run import SparkOptions, run
 
+    memory = TreeMemory()
     started = time.perf_counter()
     conf = {"spark.executor.pyspark.memory": python_memory} if python_memory else {}
     spark = spark_session(master, driver_memory, conf)  # `run` reuses this session
@@ -95,6 +97,7 @@ def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
         figures = _figures(result)
         figures["startup_seconds"] = round(startup, 1)
         figures["python_worker_cap"] = caps[0]
+        figures.update(memory.stop() if i == len(model_files) - 1 else {})
         figures["run_dir_bytes"] = sum(p.stat().st_size for p in run_dir.rglob("*")
                                        if p.is_file())
         records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
@@ -105,6 +108,55 @@ def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
         shutil.rmtree(run_dir)
         out.append(figures)
     return out
+
+
+class TreeMemory:
+    """Peak resident memory of this process and all its descendants (the driver's JVM
+    and, on local masters, the executors' Python workers), sampled from /proc every
+    0.2 s: ru_maxrss covers only this Python process."""
+
+    def __init__(self) -> None:
+        self.peak_total = 0  # bytes, the whole tree at one sample
+        self.peak_worker = 0  # bytes, the largest single descendant Python process
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> dict[str, float]:
+        self._stop.set()
+        self._thread.join()
+        return {"tree_peak_rss_mb": round(self.peak_total / 2**20),
+                "python_worker_peak_rss_mb": round(self.peak_worker / 2**20)}
+
+    def _sample(self) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        me = os.getpid()
+        while not self._stop.wait(0.2):
+            parents: dict[int, int] = {}
+            rss: dict[int, int] = {}
+            names: dict[int, str] = {}
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                    pages = int(Path(f"/proc/{entry}/statm").read_text().split()[1])
+                except OSError:  # the process ended meanwhile
+                    continue
+                name, _, rest = stat.partition(" (")[2].rpartition(")")
+                pid = int(entry)
+                parents[pid], rss[pid], names[pid] = int(rest.split()[1]), pages * page, name
+            tree = {me}
+            grew = True
+            while grew:
+                grew = False
+                for pid, parent in parents.items():
+                    if parent in tree and pid not in tree:
+                        tree.add(pid)
+                        grew = True
+            self.peak_total = max(self.peak_total, sum(rss.get(p, 0) for p in tree))
+            workers = [rss[p] for p in tree if p != me and names.get(p, "").startswith("python")]
+            self.peak_worker = max([self.peak_worker, *workers])
 
 
 def _address_space_cap(_: int) -> int:
@@ -188,7 +240,9 @@ def compare(model_file: str, overrides: dict[str, str], args: argparse.Namespace
           f"{local['bytes_per_state']} B/state in memory")
     per_core = spark["states_per_second"] / cores
     print(f"{'spark':<7} {cores:>5} {spark['seconds']:>8.1f} {spark['states_per_second']:>10,} "
-          f"{per_core:>10,.0f} {spark['peak_rss_mb']:>11,.0f}  "
+          f"{per_core:>10,.0f} {spark['tree_peak_rss_mb']:>11,.0f}  "
+          f"JVM and Python workers included (largest worker "
+          f"{spark['python_worker_peak_rss_mb']:,} MB); "
           f"{spark['parquet_bytes_per_state']} B/state of Parquet, {spark['partitions']} "
           f"partitions, {args.master}, driver memory {args.driver_memory}, "
           f"+{spark['startup_seconds']} s Spark startup")
@@ -252,8 +306,10 @@ def big(args: argparse.Namespace) -> None:
           f"diameter {spark['diameter']}, {spark['seconds']:.0f} s, "
           f"{spark['states_per_second']:,} states/s; Parquet {spark['parquet_bytes_per_state']} "
           f"B/state; run directory {spark['run_dir_bytes'] / GB:.1f} GB "
-          f"({spark['run_dir_bytes'] / spark['distinct_states']:.1f} B/state); driver peak RSS "
-          f"{spark['peak_rss_mb']:,.0f} MB")
+          f"({spark['run_dir_bytes'] / spark['distinct_states']:.1f} B/state); peak RSS: "
+          f"{spark['tree_peak_rss_mb']:,} MB for the driver's whole process tree (JVM and "
+          f"Python workers), {spark['python_worker_peak_rss_mb']:,} MB for the largest "
+          f"Python worker")
 
 
 def main() -> None:
