@@ -23,6 +23,7 @@ from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
 from checker.engines.spark import run_dir as spark_run_dir
 from checker.engines.spark import visited_runs
+from checker.engines.spark.levels import LevelTask
 from checker.engines.spark.search import SparkOptions, level_job
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
@@ -182,6 +183,17 @@ def test_the_run_directory_holds_sorted_buckets_and_visited_runs(spark, tmp_path
         runs = [np.fromfile(folder / name, dtype="<u8") for name in names]
         assert all((np.diff(r.astype(object)) > 0).all() for r in runs if len(r) > 1)
         assert sorted(np.concatenate(runs).tolist()) == sorted(np.concatenate(fps).tolist())
+
+
+def test_each_bucket_belongs_to_exactly_one_task():
+    """The shuffle's partitioner (task_of) inverts the tasks' bucket ranges."""
+    for buckets in range(1, 40):
+        for tasks in range(1, buckets + 1):
+            level = LevelTask(None, "", 0, buckets, tasks, False)  # type: ignore[arg-type]
+            ranges = [level.buckets_of(t) for t in range(tasks)]
+            assert [b for r in ranges for b in r] == list(range(buckets))
+            assert all(r for r in ranges)  # no task without a bucket
+            assert all(level.task_of(b) == t for t, r in enumerate(ranges) for b in r)
 
 
 def test_visited_runs_merge_like_a_binary_counter():

@@ -248,9 +248,9 @@ class LevelTask:
 
 def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
                    ) -> Iterator[tuple[int, tuple[str, Any]]]:
-    """(target bucket, successors) bundles of the frontier buckets of task `index`,
-    each successor with its smallest generator there; and (its first bucket, this
-    task's summary)."""
+    """Expand the frontier buckets of task `index`: their successors, each with its
+    smallest generator there, go to this task's exchange file; Spark gets (the task's
+    first bucket, its summary), which routes the summary to one dedupe task."""
     started = time.perf_counter()
     kernel = kernel_for(task.ref)
     layout = kernel.layout
