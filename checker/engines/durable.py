@@ -2,7 +2,8 @@
 are made of.
 
 - `write_json` replaces a file atomically and synced: a reader sees the old file
-  or the new one, never half of either.
+  or the new one, never half of either; `write_bytes` does so for data files that
+  several processes may write at once (each through its own temporary name).
 - `seal` adds a SHA-256 of a record to the record; `unseal` refuses one whose
   contents no longer match it (edited by hand, damaged, truncated).
 - `file_sha256` hashes a data file in chunks.
@@ -30,6 +31,19 @@ def write_json(path: Path, data: Any) -> None:
         json.dump(data, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_bytes(path: Path, data: bytes | memoryview, sync: bool = True) -> None:
+    """Replace `path` with `data` atomically (a process rewriting the same bytes under
+    the same name, as a retried task does, harms no reader) and, if `sync`, synced to
+    disk before it gets its name."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

@@ -76,6 +76,17 @@ def unique_min_hashed(fps: np.ndarray, gen: np.ndarray
     return f[starts], gen[first], first
 
 
+def sorted_hits(run: np.ndarray, sorted_fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For sorted queries in a sorted run: each query's position in the run (clipped to
+    its last entry), and whether the run holds it there. One binary search per query,
+    each starting where the previous ended."""
+    if not len(run):
+        return np.zeros(len(sorted_fps), dtype=np.intp), np.zeros(len(sorted_fps), dtype=bool)
+    pos = np.searchsorted(run, sorted_fps)
+    np.minimum(pos, len(run) - 1, out=pos)
+    return pos, run[pos] == sorted_fps
+
+
 class VisitedSet:
     """Fingerprints of every state seen (8 bytes each), as sorted runs that
     partition the fingerprint range.
@@ -127,10 +138,7 @@ class VisitedSet:
         for run, a, b in zip(self.runs, cuts[:-1], cuts[1:], strict=True):
             if a == b or not len(run):
                 continue
-            q = sorted_fps[a:b]
-            pos = np.searchsorted(run, q)
-            np.minimum(pos, len(run) - 1, out=pos)
-            out[a:b] = run[pos] != q
+            out[a:b] = ~sorted_hits(run, sorted_fps[a:b])[1]
         return out
 
     def add_sorted(self, new_fps: np.ndarray) -> None:
@@ -219,9 +227,8 @@ class LevelDedup:
         for found_fps, found_gen, _ in self.found:
             if not len(found_fps):
                 continue
-            pos = np.searchsorted(found_fps, fps)
-            np.minimum(pos, len(found_fps) - 1, out=pos)
-            hit = keep & (found_fps[pos] == fps)
+            pos, hit = sorted_hits(found_fps, fps)
+            hit &= keep
             found_gen[pos[hit]] = np.minimum(found_gen[pos[hit]], gen[hit])
             keep &= ~hit
         self.found.append((fps[keep], gen[keep], [w[keep] for w in words]))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from checker.engines.durable import write_bytes
 from checker.engines.spark import visited_runs
 from checker.packing import U64
 
@@ -50,7 +51,7 @@ def write(root: Path, level: int, task: int, buckets: int, columns: list[np.ndar
         at += len(fps)
     path = _file(root, level, task)
     path.parent.mkdir(parents=True, exist_ok=True)
-    visited_runs.write_file(path, data.data.cast("B"), durable=False)  # a crash redoes the level
+    write_bytes(path, data.data.cast("B"), sync=False)  # a crash redoes the level
     return data.nbytes
 
 

@@ -41,9 +41,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from checker.engines.durable import write_bytes
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.spark import exchange, visited_runs
+from checker.engines.spark.run_dir import level_file
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64
@@ -121,14 +123,6 @@ def word_columns(n_words: int, exact: bool) -> list[str]:
     return [] if exact else [f"w{i}" for i in range(n_words)]
 
 
-def level_folder(root: Path, level: int) -> Path:
-    return root / f"level={level}"
-
-
-def level_file(root: Path, level: int, bucket: int) -> Path:
-    return level_folder(root, level) / f"part-{bucket:05d}.parquet"
-
-
 @dataclass
 class States:
     """Rows of a level file, unsigned: fingerprints (sorted), words, generators."""
@@ -177,9 +171,17 @@ def write_level(path: Path, states: States, exact: bool) -> dict[str, Any]:
     pq.write_table(pa.table(columns), sink)
     data = sink.getvalue()
     path.parent.mkdir(parents=True, exist_ok=True)
-    visited_runs.write_file(path, memoryview(data))
+    write_bytes(path, memoryview(data))
     return {"bytes": data.size, "rows": len(states.fps),
             "sha256": hashlib.sha256(memoryview(data)).hexdigest()}
+
+
+def write_bucket(root: Path, level: int, bucket: int, states: States, exact: bool
+                 ) -> tuple[dict[str, Any], tuple[str, int]]:
+    """A level's new states in `bucket` (sorted by fingerprint): its file, and the
+    bucket's visited run that now covers it. Their descriptions for the record."""
+    return (write_level(level_file(root, level, bucket), states, exact),
+            visited_runs.add_level(root, bucket, level, states.fps))
 
 
 # --- per-task summaries ----------------------------------------------------------------
@@ -199,7 +201,7 @@ class ExpandSummary:
     step: tuple[int, int, int] | None = None  # smallest step-invariant violation, + index
     seconds: float = 0.0  # reading the frontier and computing successors
     write_seconds: float = 0.0  # writing them to the exchange
-    shuffled: int = 0  # successors sent to dedupe tasks
+    exchanged: int = 0  # successors sent to dedupe tasks
     exchange_bytes: int = 0
 
 
@@ -214,7 +216,7 @@ class DedupeSummary:
     bad: tuple[int, int, int, bool] | None = None
     file: dict[str, Any] = field(default_factory=dict)  # the level file's description
     run: tuple[str, int] = ("", 0)  # the visited run written: name, bytes
-    shuffle_seconds: float = 0.0  # reading this bucket's successors from the exchange
+    read_seconds: float = 0.0  # reading this bucket's successors from the exchange
     seconds: float = 0.0  # canonical generators, membership, invariants
     write_seconds: float = 0.0  # the level file and the visited run
 
@@ -247,7 +249,7 @@ class LevelTask:
 # --- expansion (map side) ----------------------------------------------------------------
 
 def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
-                   ) -> Iterator[tuple[int, tuple[str, Any]]]:
+                   ) -> Iterator[tuple[int, ExpandSummary]]:
     """Expand the frontier buckets of task `index`: their successors, each with its
     smallest generator there, go to this task's exchange file; Spark gets (the task's
     first bucket, its summary), which routes the summary to one dedupe task."""
@@ -292,13 +294,13 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     summary.error = None if error is None else key(error)
     summary.step = None if step is None else (*key(step[0]), step[1])
     summary.deadlock = None if deadlock is None else int(fps[deadlock])
-    summary.shuffled = len(new_fps)
+    summary.exchanged = len(new_fps)
     rows = [new_fps, *([] if layout.exact else new_words), fps[gen // A], (gen % A).view(U64)]
     summary.seconds = time.perf_counter() - started
     summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
                                             task.buckets, rows)
     summary.write_seconds = time.perf_counter() - started - summary.seconds
-    yield buckets[0], ("expand", summary)
+    yield buckets[0], summary
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -307,12 +309,12 @@ def _min(a: int | None, b: int | None) -> int | None:
 
 # --- deduplication (reduce side) ------------------------------------------------------------
 
-def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, tuple[str, Any]]]
+def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, ExpandSummary]]
                    ) -> Iterator[tuple[str, int, Any]]:
     """Level K+1's states in the buckets of task `index` (`dedupe_bucket`, one bucket at
     a time). Yields a summary per bucket, and the expand summaries routed here."""
     kernel = kernel_for(task.ref)
-    for key, (_, summary) in items:  # routed here by its task's first bucket
+    for key, summary in items:  # routed here by its task's first bucket
         yield "expand", key, summary
     for bucket in task.buckets_of(index):
         yield "dedupe", bucket, dedupe_bucket(task, bucket, kernel)
@@ -353,9 +355,8 @@ def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary
         summary.bad = (int(new.parents[i]), int(new.actions[i]), int(first[i]),
                        bool(undefined[i]))
     deduped = time.perf_counter()
-    summary.file = write_level(level_file(root, task.level + 1, bucket), new, exact)
-    summary.run = visited_runs.add_level(root, bucket, task.level + 1, new.fps)
-    summary.shuffle_seconds = read - started
+    summary.file, summary.run = write_bucket(root, task.level + 1, bucket, new, exact)
+    summary.read_seconds = read - started
     summary.seconds = deduped - read
     summary.write_seconds = time.perf_counter() - deduped
     return summary
@@ -412,7 +413,7 @@ def _maybe_fail(level: int) -> None:
     if _take(os.path.join(folder, f"kill-level-{level}")):
         os._exit(17)
     if _take(os.path.join(folder, f"pause-level-{level}")):
-        visited_runs.write_file(Path(folder) / f"paused-level-{level}", str(os.getpid()).encode())
+        write_bytes(Path(folder) / f"paused-level-{level}", str(os.getpid()).encode())
         deadline = time.monotonic() + 60
         while not os.path.exists(os.path.join(folder, f"go-level-{level}")) and \
                 time.monotonic() < deadline:

@@ -34,7 +34,8 @@ from checker.engines.explicit.liveness import (
     transition_order,
 )
 from checker.engines.result import CheckResult
-from checker.engines.spark.levels import MachineRef, kernel_for, level_file, read_level
+from checker.engines.spark.levels import MachineRef, kernel_for, read_level
+from checker.engines.spark.run_dir import level_file
 from checker.errors import CheckerError
 from checker.lang.machine import LivenessProperty
 from checker.packing import U64

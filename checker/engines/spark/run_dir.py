@@ -41,7 +41,7 @@ from checker.errors import CheckerError
 RUN_FILE = "run.json"
 RECORD = "_ctmc_level.json"
 _LEVEL_DIR = re.compile(r"^level=(\d+)$")
-_TEMPORARY = re.compile(r"^\..*\.tmp$")  # `visited_runs.write_file`'s, before its rename
+_TEMPORARY = re.compile(r"^\..*\.tmp$")  # `durable.write_bytes`'s, before its rename
 
 
 @dataclass
@@ -84,6 +84,14 @@ class Progress:
                             **counts.timings})
 
 
+def level_folder(root: Path, level: int) -> Path:
+    return root / f"level={level}"
+
+
+def level_file(root: Path, level: int, bucket: int) -> Path:
+    return level_folder(root, level) / f"part-{bucket:05d}.parquet"
+
+
 @dataclass
 class RunDir:
     path: Path
@@ -91,7 +99,7 @@ class RunDir:
     partitions: int
 
     def level_path(self, level: int) -> Path:
-        return self.path / f"level={level}"
+        return level_folder(self.path, level)
 
     def record(self, level: int, counts: LevelCounts, files: dict[str, dict[str, Any]],
                runs: dict[int, int]) -> None:
@@ -100,11 +108,13 @@ class RunDir:
         describe them."""
         folder = self.level_path(level)
         present = {f.name: f.stat().st_size for f in _data_files(folder)}
-        if present != {name: f["bytes"] for name, f in files.items()} or \
-                len(runs) != self.partitions:
+        if present != {name: f["bytes"] for name, f in files.items()}:
             raise CheckerError(f"{folder}: the files there are not those the tasks of level "
                                f"{level} reported writing ({len(present)} found, {len(files)} "
                                "reported)")
+        if len(runs) != self.partitions:
+            raise CheckerError(f"{folder}: the tasks of level {level} reported visited runs "
+                               f"for {len(runs)} of {self.partitions} buckets")
         if sum(f["rows"] for f in files.values()) != counts.states:
             raise CheckerError(f"{folder}: the tasks wrote {sum(f['rows'] for f in files.values())}"
                                f" rows for level {level}, not the {counts.states} counted")

@@ -3,14 +3,18 @@
 Spark schedules the work; the data lives in files under the run directory, which
 the driver and every executor see alike (`run_dir.py`): level K's states as one
 sorted Parquet file per bucket, and each bucket's visited fingerprints as a few
-sorted runs (`visited_runs.py`). One Spark job per level, one shuffle:
+sorted runs (`visited_runs.py`). One Spark job per level, T tasks per stage, each
+taking a range of the N buckets (T grows with the level, up to N):
 
-    bucket ids 0..N-1 -> expand_bucket    read level K's file, successors, map-side deduped,
-                                          one array bundle per target bucket
-      -> partitionBy(bucket)              the only shuffle: a few blobs per task pair
-      -> dedupe_bucket                    canonical generators, visited runs, invariants;
-                                          writes level K+1's file and the bucket's new run
-      -> collect()                        one small summary per task
+    task ids 0..T-1 -> expand_buckets     read level K's files, successors, map-side
+                                          deduped, written to the task's exchange file
+                                          grouped by target bucket (`exchange.py`)
+      -> partitionBy(T)                   the only shuffle: each expand task's summary
+      -> dedupe_buckets                   per bucket: its successors from every exchange
+                                          file, canonical generators, visited runs,
+                                          invariants; writes level K+1's file and the
+                                          bucket's new run
+      -> collect()                        one small summary per task and bucket
 
 The visited set is never shuffled, broadcast or collected, and nothing goes
 through Spark SQL's row format (`docs/decisions/0013-spark-files-not-tables.md`).
@@ -59,13 +63,12 @@ from checker.engines.spark.levels import (
     dedupe_buckets,
     expand_buckets,
     kernel_for,
-    level_file,
     read_level,
-    write_level,
+    write_bucket,
 )
 from checker.engines.spark.liveness import check_liveness
 from checker.engines.spark.options import SparkOptions
-from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir
+from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir, level_file
 from checker.engines.spark.session import check_master, first_line, spark_session
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
@@ -298,9 +301,8 @@ def _initial_level(run: _Run) -> _Found | None:
     files, runs = {}, {}
     for b in range(run.run_dir.partitions):
         share = states.take(np.flatnonzero(buckets == b), layout.exact)
-        path = level_file(root, 0, b)
-        files[path.name] = write_level(path, share, layout.exact)
-        runs[b] = visited_runs.add_level(root, b, 0, share.fps)[1]
+        file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact)
+        files[level_file(root, 0, b).name] = file
     counts = LevelCounts(n, timings={"seconds": round(_lap(run), 3),
                                      "bytes": sum(f["bytes"] for f in files.values())})
     run.run_dir.record(0, counts, files, runs)
@@ -365,7 +367,7 @@ def _expand_level(run: _Run) -> _Level:
             expand.generated += s.generated
             expand.seconds += s.seconds
             expand.write_seconds += s.write_seconds
-            expand.shuffled += s.shuffled
+            expand.exchanged += s.exchanged
             expand.exchange_bytes += s.exchange_bytes
             expand.deadlock = _smallest(expand.deadlock, s.deadlock)
             expand.guard_error = _smallest(expand.guard_error, s.guard_error)
@@ -374,7 +376,7 @@ def _expand_level(run: _Run) -> _Level:
         else:
             dedupe.new_states += s.new_states
             dedupe.count += s.count
-            dedupe.shuffle_seconds += s.shuffle_seconds
+            dedupe.read_seconds += s.read_seconds
             dedupe.seconds += s.seconds
             dedupe.write_seconds += s.write_seconds
             dedupe.bad = _smallest(dedupe.bad, s.bad)
@@ -416,10 +418,10 @@ def _commit_level(run: _Run, level: _Level) -> None:
         "seconds": round(_lap(run), 3), "level_seconds": round(level.seconds, 3),
         "tasks": level.tasks,
         "expand_task_seconds": round(e.seconds, 3),
-        "exchange_task_seconds": round(e.write_seconds + d.shuffle_seconds, 3),
+        "exchange_task_seconds": round(e.write_seconds + d.read_seconds, 3),
         "dedupe_task_seconds": round(d.seconds, 3),
         "write_task_seconds": round(d.write_seconds, 3),
-        "exchanged": e.shuffled, "exchange_bytes": e.exchange_bytes,
+        "exchanged": e.exchanged, "exchange_bytes": e.exchange_bytes,
         "bytes": sum(f["bytes"] for f in level.files.values())})
     run.run_dir.record(depth, counts, level.files, level.runs)
     run.run_dir.drop_runs(visited_runs.superseded(depth + 1))
@@ -430,7 +432,7 @@ def _commit_level(run: _Run, level: _Level) -> None:
     rate = total / progress.seconds if progress.seconds > 0 else 0.0
     _say(run, f"level {depth:>3} | new {d.count:>12,} | total {total:>13,} | "
               f"{rate:>10,.0f} states/s | {level.seconds:6.2f} s; task-s: expand "
-              f"{e.seconds:.2f}, exchange {e.write_seconds + d.shuffle_seconds:.2f}, dedupe "
+              f"{e.seconds:.2f}, exchange {e.write_seconds + d.read_seconds:.2f}, dedupe "
               f"{d.seconds:.2f}, write {d.write_seconds:.2f}")
 
 

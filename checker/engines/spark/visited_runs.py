@@ -20,11 +20,12 @@ recorded (`superseded`), and resume deletes whatever a killed run left over.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 
+from checker.engines.durable import write_bytes
+from checker.engines.explicit.visited import sorted_hits
 from checker.packing import U64
 
 VISITED = "visited"
@@ -71,42 +72,26 @@ def read_run(path: Path) -> np.ndarray:
     return np.memmap(path, dtype="<u8", mode="r")
 
 
-def write_file(path: Path, data: bytes | memoryview, durable: bool = True) -> None:
-    """Write `path` atomically (a retried task rewrites the same bytes under the same
-    name) and, if `durable`, synced to disk before it gets its name."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if durable:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def known(runs: list[np.ndarray], sorted_fps: np.ndarray) -> np.ndarray:
     """Mask of the (sorted) fingerprints present in any of `runs`."""
     hit = np.zeros(len(sorted_fps), dtype=bool)
     for run in runs:
-        if len(run) and len(sorted_fps):
-            pos = np.searchsorted(run, sorted_fps)
-            np.minimum(pos, len(run) - 1, out=pos)
-            hit |= run[pos] == sorted_fps
+        hit |= sorted_hits(run, sorted_fps)[1]
     return hit
 
 
 def add_level(root: Path, bucket: int, level: int, new_fps: np.ndarray) -> tuple[str, int]:
-    """Write the run that ends at `level` for `bucket`: the runs it merges (those of the
-    schedule for levels 0..level-1 not in the one for 0..level) and the sorted new
-    fingerprints. Returns its name and size in bytes."""
+    """Write the run that ends at `level` for `bucket`: the runs it replaces, merged
+    with the sorted new fingerprints. Returns its name and size in bytes."""
     folder = bucket_folder(root, bucket)
     folder.mkdir(parents=True, exist_ok=True)
     last = schedule(level + 1)[-1]
-    merged = [read_run(folder / run_name(r)) for r in schedule(level) if r[0] >= last[0]]
+    merged = [read_run(folder / run_name(r)) for r in superseded(level + 1)]
     if merged:
         data = np.concatenate([*merged, new_fps])
         data.sort(kind="stable")  # timsort: a few sorted runs merge in near-linear time
     else:
         data = new_fps
     data = np.ascontiguousarray(data, dtype="<u8")
-    write_file(folder / run_name(last), data.data.cast("B"))
+    write_bytes(folder / run_name(last), data.data.cast("B"))
     return run_name(last), data.nbytes
