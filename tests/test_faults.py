@@ -20,6 +20,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -374,12 +375,16 @@ def test_a_trace_write_failing_after_the_search_still_gives_the_verdict(tmp_path
 
 def test_spark_driver_killed_at_random_points_then_resumed(tmp_path):
     """Each kill lands somewhere in Spark's startup or a level; the run that finishes
-    reports what the local engine does (one local[2] Spark per process: slow, so few)."""
+    reports what the local engine does (one local[2] Spark per process: slow, so few).
+    The kills fall within the time an uninterrupted Spark run takes on this machine."""
     model = str(MODELS_DIR / "tracker_small.toml")
     want = uninterrupted(model, [], tmp_path)
     spark_args = ["--engine", "spark", "--master", "local[2]", "--partitions", "2"]
+    started = time.perf_counter()
+    uninterrupted(model, [*spark_args, "--run-dir", str(tmp_path / "timed")], tmp_path)
+    took = time.perf_counter() - started
     got, hit = kill_and_resume(model, spark_args, "--run-dir", tmp_path, seed=3, kills=2,
-                               window=(12.0, 25.0))
+                               window=(0.4 * took, 0.9 * took))
     for key in ("distinct_states", "generated", "diameter", "fingerprint",
                 "collision_probability", "action_instances"):
         assert got["stats"][key] == want["stats"][key], key
