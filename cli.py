@@ -205,6 +205,17 @@ _timeout_option = click.option(
     help="Give up after SECONDS; the verdict is then inconclusive (exit 3), never holds.")
 
 
+_workers_option = click.option(
+    "--workers", type=click.IntRange(min=1), metavar="N",
+    help="Processes sharing the search by fingerprint, from the first level big enough to "
+         "pay; the results are the same for any N (bfs)  [default: every usable core]")
+
+
+def _usable_cores() -> int:
+    """The default of --workers."""
+    return len(os.sched_getaffinity(0))
+
+
 def _finite(param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds", param=param)
@@ -223,6 +234,7 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=5.0,
               show_default=True, metavar="SECONDS",
               help="Save at the first level boundary SECONDS after the last save (bfs).")
+@_workers_option
 @_timeout_option
 @click.option("--master", metavar="URL",
               help="Spark master: local[N], spark://HOST:PORT, yarn, ...  [default: local[*]]")
@@ -233,14 +245,23 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
+@click.option("--symmetry/--no-symmetry", default=True, show_default=True,
+              help="Store one state per orbit of the spec's scalarsets (bfs; liveness is "
+                   "still checked on every state).")
+@click.option("--check-symmetry", is_flag=True,
+              help="First test that the spec's scalarsets are symmetries; refuse if not.")
 def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
           checkpoint_every: float, timeout: float | None, master: str | None,
-          partitions: int | None, run_dir: str | None, resume: str | None) -> int:
+          partitions: int | None, run_dir: str | None, resume: str | None,
+          symmetry: bool, check_symmetry: bool, workers: int | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir}
     if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
         given = next(k for k, v in spark_only.items() if v is not None)
         raise click.UsageError(f"{given} applies to --engine spark")
+    if engine_name == "spark" and workers is not None:
+        raise click.UsageError("--workers applies to --engine bfs (a Spark run uses the "
+                               "executors --master gives it)")
     if engine_name == "spark" and checkpoint:
         raise click.UsageError("--checkpoint applies to --engine bfs (a Spark run keeps every "
                                "level in its --run-dir)")
@@ -258,7 +279,7 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
-    from checker.run import BfsOptions, SparkOptions, preflight, run
+    from checker.run import BfsOptions, SparkOptions, preflight, reduces_by_symmetry, run
 
     progress = args.progress
     options: EngineOptions
@@ -280,8 +301,13 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         options = BfsOptions(max_depth=engine["max_depth"] or None, deadlock=engine["deadlock"],
                              progress=progress, checkpoint_dir=folder, resume=resume is not None,
                              checkpoint_every=checkpoint_every, timeout=timeout,
-                             label=model.name)
+                             label=model.name, symmetry=symmetry,
+                             workers=workers or _usable_cores())
+        if reduces_by_symmetry(machine, options):
+            engine["symmetry"] = "+".join(s.name for s in machine.scalarsets)
     preflight(machine, options)  # bad input: one line, before the header
+    if check_symmetry:
+        _check_symmetry(args, machine)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
@@ -290,6 +316,15 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
     return _report(args, model, machine, engine, result)
+
+
+def _check_symmetry(args: RunArgs, machine: Machine) -> None:
+    """Test the spec's scalarset declarations; a wrong one is a SpecError (one line)."""
+    from checker.symmetry.verify import check_symmetry
+
+    report = check_symmetry(machine)
+    if not (args.as_json or args.quiet):
+        click.echo(report.describe(), err=True)
 
 
 @main.command()
@@ -595,11 +630,14 @@ def trace_check(file: str) -> None:
               help="Also write every counterexample as an HTML page in DIR, with an "
                    "index.html.")
 @click.option("--update-baselines", is_flag=True,
-              help="Rewrite the expect.states line of every model whose outcome matched.")
+              help="Rewrite the expect.states (and expect.orbits) line of every model whose "
+                   "outcome matched.")
+@_workers_option
 @_models_dir_option
 @click.pass_obj
 def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
-         trace_dir: Path, html_dir: Path | None, update_baselines: bool) -> int:
+         trace_dir: Path, html_dir: Path | None, update_baselines: bool,
+         workers: int | None) -> int:
     """Run every model file (in DIR, default the models folder, or the FILES given) and
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
     all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
@@ -630,7 +668,8 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
         if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
             click.echo(r.detail, err=True)
 
-    report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress)
+    report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress,
+                      workers or _usable_cores())
     if junit:
         write_junit(report, junit)
     index = None

@@ -3,8 +3,8 @@
 Each size runs in its own process, so peak RSS belongs to that run alone.
 Prints, per model: distinct states, transitions, diameter, seconds, distinct
 states per second, bytes per visited state kept by the search (fingerprint,
-parent index, action id), peak RSS, and peak RSS above the interpreter's
-baseline per visited state.
+parent index, action id), peak RSS, peak RSS above the interpreter's baseline
+per visited state, and that as a multiple of the bytes kept.
 
     python bench/bfs_tracker.py                  # small, medium, large, xlarge
     python bench/bfs_tracker.py --only medium
@@ -42,6 +42,7 @@ def run_one(model_name: str, overrides: dict[str, str]) -> dict:
     stats["baseline_rss_mb"] = round(baseline_mb, 1)
     above = (stats["peak_rss_mb"] - baseline_mb) * 2**20
     stats["peak_bytes_per_state"] = round(above / stats["distinct_states"], 1)
+    stats["peak_over_kept"] = round(stats["peak_bytes_per_state"] / stats["bytes_per_state"], 2)
     stats["outcome"] = result.outcome
     return stats
 
@@ -57,7 +58,7 @@ def main() -> None:
         return
     header = (f"{'size':<7} {'states':>12} {'transitions':>12} {'diam':>4} {'bits':>4} "
               f"{'fp':>6} {'seconds':>8} {'states/s':>11} {'B/state':>7} "
-              f"{'peak RSS MB':>11} {'peak B/state':>12}")
+              f"{'peak RSS MB':>11} {'peak B/state':>12} {'peak/kept':>9}")
     print(header)
     print("-" * len(header))
     for size in args.only or list(SIZES):
@@ -69,7 +70,7 @@ def main() -> None:
               f"{s['diameter']:>4} {s['state_bits']:>4} {s['fingerprint']:>6} "
               f"{s['seconds']:>8.2f} {s['states_per_second']:>11,} "
               f"{s['bytes_per_state']:>7} {s['peak_rss_mb']:>11,.0f} "
-              f"{s['peak_bytes_per_state']:>12}", flush=True)
+              f"{s['peak_bytes_per_state']:>12} {s['peak_over_kept']:>9}", flush=True)
 
 
 if __name__ == "__main__":

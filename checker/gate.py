@@ -8,7 +8,13 @@ not load or build is a surprise too (`broken`), and never stops the other files.
 
 Counterexamples are written as ITF; the results serialise to JSON and JUnit XML.
 Printing is the caller's business: nothing here writes to stdout or stderr.
-`update_baseline` rewrites a model file's `states = N` line and nothing else.
+`update_baseline` rewrites a model file's `states = N` (or `orbits = N`) line and
+nothing else.
+
+A model whose spec declares scalarsets runs twice: in full (`states`) and storing
+one state per orbit (`orbits`). The two must agree on the verdict, the diameter
+and the counterexample's length, or the declared symmetry is wrong. A model with
+`engine.full_search = false` runs only the second way (the first is out of reach).
 """
 
 from __future__ import annotations
@@ -24,8 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checker.engines.result import CheckResult
 from checker.errors import CheckerError, ModelError
-from checker.models import SUFFIX, build_machine, list_models, load_model, outcome_matches
+from checker.lang.machine import Machine
+from checker.models import (
+    SUFFIX,
+    Model,
+    build_machine,
+    list_models,
+    load_model,
+    outcome_matches,
+)
 
 
 @dataclass
@@ -42,6 +57,8 @@ class GateResult:
     baseline: int | None = None  # the file's expect.states (after an update: the new one)
     baseline_was: int | None = None  # the replaced baseline, when --update-baselines changed it
     baseline_updated: bool = False
+    orbits: int | None = None  # distinct states under the spec's symmetry, if it declares one
+    orbit_baseline: int | None = None  # the file's expect.orbits (after an update: the new one)
     diameter: int | None = None
     trace_length: int | None = None  # steps in the counterexample
     trace_file: Path | None = None
@@ -106,16 +123,17 @@ def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
              update_baselines: bool = False,
              on_start: Callable[[int, int, Path], None] | None = None,
              on_done: Callable[[int, int, GateResult], None] | None = None,
-             progress: Callable[[str], None] | None = None) -> GateReport:
+             progress: Callable[[str], None] | None = None, workers: int = 1) -> GateReport:
     """Run every file in `paths`; `on_start`/`on_done` get (index, total, ...) for progress,
-    and `progress` the engine's own lines during a long model."""
+    and `progress` the engine's own lines during a long model; `workers` processes share
+    each search."""
     paths = list(paths)
     started = time.perf_counter()
     results = []
     for i, path in enumerate(paths, 1):
         if on_start:
             on_start(i, len(paths), path)
-        result = run_model(path, models_dir, trace_dir, update_baselines, progress)
+        result = run_model(path, models_dir, trace_dir, update_baselines, progress, workers)
         results.append(result)
         if on_done:
             on_done(i, len(paths), result)
@@ -124,12 +142,12 @@ def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
 
 def run_model(path: Path, models_dir: Path, trace_dir: Path,
               update_baselines: bool = False,
-              progress: Callable[[str], None] | None = None) -> GateResult:
+              progress: Callable[[str], None] | None = None, workers: int = 1) -> GateResult:
     """One model file: load, build, check, compare; every failure becomes a surprise."""
     result = GateResult(path=path, name=path.stem)
     started = time.perf_counter()
     try:
-        _run(result, path, models_dir, trace_dir, update_baselines, progress)
+        _run(result, path, models_dir, trace_dir, update_baselines, progress, workers)
     except CheckerError as exc:
         _broken(result, str(exc))
     except Exception as exc:  # a spec module that crashes must not stop the gate
@@ -145,21 +163,18 @@ def _broken(result: GateResult, message: str) -> None:
 
 
 def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
-         update_baselines: bool, progress: Callable[[str], None] | None) -> None:
+         update_baselines: bool, progress: Callable[[str], None] | None, workers: int) -> None:
     model = load_model(path, models_dir)
     result.spec, result.expected = model.spec_name, model.expect_outcome
-    result.baseline = model.expect_states
+    result.baseline, result.orbit_baseline = model.expect_states, model.expect_orbits
     machine = build_machine(model)
     result.spec = machine.spec_name
 
-    from checker.run import BfsOptions, run
     from checker.traces.itf import write_counterexample
 
-    checked = run(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
-                                      deadlock=model.engine["deadlock"], label=model.name,
-                                      progress=progress))
+    full_search = model.engine["full_search"]
+    checked = _search(machine, model, progress, workers, symmetry=not full_search)
     result.got, result.complete = checked.expectation, checked.complete
-    result.states = checked.stats.get("distinct_states")
     result.diameter = checked.stats.get("diameter")
     if checked.violation is not None:
         v = checked.violation
@@ -173,30 +188,65 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     matched = outcome_matches(model, checked)
     if not matched:
         result.surprises.append(f"expected {model.expect_outcome}, got {checked.expectation}")
-    if result.states is None:
+    update = update_baselines and matched
+    if full_search:
+        result.states = checked.stats.get("distinct_states")
+        _compare_count(result, "states", result.states, update)
+    if not machine.scalarsets:
         return
-    if update_baselines and matched and result.states != model.expect_states:
+    reduced = _search(machine, model, progress, workers, symmetry=True) if full_search \
+        else checked
+    length = None if reduced.violation is None else len(reduced.violation.trace)
+    if (reduced.expectation, reduced.stats.get("diameter"), length) != \
+            (checked.expectation, result.diameter, result.trace_length):
+        result.surprises.append(
+            f"with symmetry: {reduced.expectation}, diameter {reduced.stats.get('diameter')}"
+            f", counterexample length {length}; in full: {checked.expectation}, diameter "
+            f"{result.diameter}, counterexample length {result.trace_length}")
+        return
+    result.orbits = reduced.stats.get("distinct_states")
+    _compare_count(result, "orbits", result.orbits, update)
+
+
+def _search(machine: Machine, model: Model, progress: Callable[[str], None] | None,
+            workers: int, symmetry: bool) -> CheckResult:
+    """The model's BFS, storing every state or one per orbit of its spec's symmetry."""
+    from checker.run import BfsOptions, run
+
+    return run(machine, BfsOptions(max_depth=model.engine["max_depth"] or None,
+                                   deadlock=model.engine["deadlock"], label=model.name,
+                                   progress=progress, symmetry=symmetry, workers=workers))
+
+
+def _compare_count(result: GateResult, key: str, count: int | None, update: bool) -> None:
+    """Hold a count (`states`, or `orbits` under symmetry) to the file's baseline, or
+    write it there when updating."""
+    baseline = result.baseline if key == "states" else result.orbit_baseline
+    if count is None or count == baseline:
+        return
+    if update:
         try:
-            update_baseline(path, result.states)
+            update_baseline(result.path, count, key=key)
         except ModelError as exc:
             result.surprises.append(str(exc))
-        else:
-            result.baseline_was, result.baseline = model.expect_states, result.states
-            result.baseline_updated = True
             return
-    if result.baseline is not None and result.states != result.baseline:
-        result.surprises.append(f"{result.states:,} states, baseline {result.baseline:,}")
+        if key == "states":
+            result.baseline_was, result.baseline = result.baseline, count
+            result.baseline_updated = True
+        else:
+            result.orbit_baseline = count
+    elif baseline is not None:
+        result.surprises.append(f"{count:,} {key}, baseline {baseline:,}")
 
 
 # --- baselines ---------------------------------------------------------------------
 
 _TABLE = re.compile(r"^\s*\[\[?\s*([^\]]*?)\s*\]\]?\s*(#.*)?$")
-_STATES = re.compile(r"^(\s*states\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)$")
 _KEY = re.compile(r"^\s*[A-Za-z0-9_\-\"'.]+\s*=")
 
 
-def update_baseline(path: Path, states: int) -> None:
-    """Set `states = N` in the file's [expect] table, changing that line only
+def update_baseline(path: Path, states: int, key: str = "states") -> None:
+    """Set `key = N` (states, or orbits) in the file's [expect] table, changing that line only
     (or adding it after the table's last key, or adding the table at the end).
     The result is re-read before it is written: a file this cannot edit safely
     (e.g. an inline `expect = {...}` table) is refused with a ModelError."""
@@ -205,7 +255,7 @@ def update_baseline(path: Path, states: int) -> None:
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ModelError(f"{path}: cannot read: {exc}") from None
-    new = _with_baseline(text, states)
+    new = _with_baseline(text, states, key)
     try:
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -216,10 +266,10 @@ def update_baseline(path: Path, states: int) -> None:
         after = None
     before.setdefault("expect", {})
     if isinstance(before["expect"], dict):
-        before["expect"]["states"] = states
+        before["expect"][key] = states
     if after != before:
         raise ModelError(f"{path}: cannot update the baseline: no [expect] table this "
-                         f"editor understands; set expect.states = {states} by hand")
+                         f"editor understands; set expect.{key} = {states} by hand")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="") as f:
@@ -230,7 +280,8 @@ def update_baseline(path: Path, states: int) -> None:
         raise ModelError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
-def _with_baseline(text: str, states: int) -> str:
+def _with_baseline(text: str, states: int, key: str) -> str:
+    pattern = re.compile(rf"^(\s*{key}\s*=\s*)([^#\r\n]*?)(\s*(?:#.*)?)$")
     lines = text.splitlines(keepends=True)
     newline = "\r\n" if "\r\n" in text else "\n"
     table: str | None = None
@@ -245,7 +296,7 @@ def _with_baseline(text: str, states: int) -> str:
             continue
         if table != "expect":
             continue
-        found = _STATES.match(body)
+        found = pattern.match(body)
         if found:
             lines[i] = f"{found.group(1)}{states}{found.group(3)}{line[len(body):]}"
             return "".join(lines)
@@ -254,11 +305,11 @@ def _with_baseline(text: str, states: int) -> str:
     if last_key is not None:
         if not lines[last_key].endswith(("\n", "\r")):
             lines[last_key] += newline
-        lines.insert(last_key + 1, f"states = {states}{newline}")
+        lines.insert(last_key + 1, f"{key} = {states}{newline}")
         return "".join(lines)
     if text and not text.endswith(("\n", "\r")):
         text += newline
-    return f"{text}[expect]{newline}states = {states}{newline}"
+    return f"{text}[expect]{newline}{key} = {states}{newline}"
 
 
 # --- reports -----------------------------------------------------------------------
@@ -276,6 +327,7 @@ def to_json(report: GateReport) -> dict[str, Any]:
             "expected": r.expected or None, "got": r.got, "complete": r.complete,
             "states": r.states, "baseline": r.baseline,
             "baseline_updated": r.baseline_updated, "baseline_was": r.baseline_was,
+            "orbits": r.orbits, "orbit_baseline": r.orbit_baseline,
             "diameter": r.diameter, "trace_length": r.trace_length,
             "trace_file": None if r.trace_file is None else str(r.trace_file),
             "seconds": r.seconds, "ok": r.ok, "broken": r.broken,
@@ -302,6 +354,7 @@ def to_junit(report: GateReport, suite: str = "ctmc gate") -> ET.ElementTree:
         out = [f"model file: {r.path}", f"expected: {r.expected or '-'}",
                f"got: {r.got or '-'}" + ("" if r.complete else " (depth-bounded)"),
                f"states: {_opt(r.states)}", f"baseline: {_opt(r.baseline)}",
+               f"orbits: {_opt(r.orbits)}", f"orbit baseline: {_opt(r.orbit_baseline)}",
                f"diameter: {_opt(r.diameter)}",
                f"trace: {r.trace_file or '-'}"]
         if r.trace_length is not None:

@@ -41,12 +41,14 @@ if TYPE_CHECKING:
     from checker.engines.result import CheckResult
 
 SUFFIX = ".toml"
-ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0}
+# full_search = false: the model is searched only under its spec's symmetry (one state
+# per orbit) by the gate and the tests; storing every state is out of reach
+ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0, "full_search": True}
 # What a run can be violated by besides the spec's own properties.
 BUILTIN_VIOLATIONS = ("Deadlock", "EvalError")
 _TOP_KEYS = ("description", "spec", "mutations", "invariants", "params", "engine", "expect",
              "proof")
-_EXPECT_KEYS = ("outcome", "states")
+_EXPECT_KEYS = ("outcome", "states", "orbits")
 PROOF_DEFAULTS: dict[str, Any] = {"k": 1, "timeout": 0, "params": {}}
 _KIND_NAMES = {str: "a string", bool: "true or false", int: "an integer", dict: "a table",
                list: "a list of strings"}
@@ -64,6 +66,7 @@ class Model:
     engine: dict[str, Any]  # ENGINE_DEFAULTS overridden by the file's [engine]
     expect_outcome: str  # "holds" or "violates NAME"
     expect_states: int | None
+    expect_orbits: int | None = None  # distinct states under the spec's symmetry
     proof: dict[str, Any] = field(default_factory=lambda: dict(PROOF_DEFAULTS))
     selected_by: str = "key invariants"  # where the property selection came from, for errors
 
@@ -113,9 +116,11 @@ def load_model(path_or_name: str | Path, models_dir: Path, also: Sequence[Path] 
                          f"got {engine['max_depth']}")
     expect = _get(data, "expect", dict, where, {})
     _check_keys(expect, _EXPECT_KEYS, "expect.", where)
-    states = _get(expect, "states", int, where, None, prefix="expect.")
-    if states is not None and states < 1:
-        raise ModelError(f"{where}: key expect.states must be positive, got {states}")
+    counts = {key: _get(expect, key, int, where, None, prefix="expect.")
+              for key in ("states", "orbits")}
+    for key, count in counts.items():
+        if count is not None and count < 1:
+            raise ModelError(f"{where}: key expect.{key} must be positive, got {count}")
     return Model(
         path=path,
         name=path.stem,
@@ -127,7 +132,8 @@ def load_model(path_or_name: str | Path, models_dir: Path, also: Sequence[Path] 
         engine=engine,
         expect_outcome=_parse_outcome(_get(expect, "outcome", str, where, "holds",
                                            prefix="expect."), where),
-        expect_states=states,
+        expect_states=counts["states"],
+        expect_orbits=counts["orbits"],
         proof=_proof(data, where),
     )
 
@@ -154,6 +160,9 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None,
                                progress)
     machine = _select(machine, model)
     _check_expectation(machine, model)
+    if not model.engine["full_search"] and not machine.scalarsets:
+        raise ModelError(f"{where}: key engine.full_search = false needs a spec that "
+                         "declares a scalarset (the model is then searched under its symmetry)")
     return machine
 
 

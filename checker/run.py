@@ -16,7 +16,7 @@ Engines are imported when used, so a broken Spark or Z3 install only breaks them
 
 from __future__ import annotations
 
-from checker.engines.explicit.bfs import BfsOptions
+from checker.engines.explicit.bfs import BfsOptions, reduces_by_symmetry
 from checker.engines.explicit.simulation import SimulationOptions
 from checker.engines.result import CheckResult
 from checker.engines.scope import refuse_unchecked
@@ -29,7 +29,7 @@ _NAMES = {BfsOptions: "bfs", SparkOptions: "spark", SimulationOptions: "simulate
           BmcOptions: "bmc", ProveOptions: "prove"}
 
 __all__ = ["BfsOptions", "BmcOptions", "EngineOptions", "ProveOptions", "SimulationOptions",
-           "SparkOptions", "preflight", "run"]
+           "SparkOptions", "preflight", "reduces_by_symmetry", "run"]
 
 
 def preflight(machine: Machine, options: EngineOptions | ProveOptions) -> None:

@@ -100,3 +100,38 @@ def test_a_big_machine_reports_progress_while_it_is_built_and_compiled(monkeypat
     lines = result.stderr.splitlines()
     assert "building tracker: 600 of 907 action instances traced (66%)" in lines
     assert any(line.startswith("compiling tracker for NumPy: ") for line in lines)
+
+
+SCALARSET_SPEC = '''
+from checker.lang import Array, Int, Spec, require
+
+SPEC = Spec("user_scalarset")
+
+@SPEC.build
+def _(m, p):
+    m.var("x", Array(Int(0, 2), 2), init=0)
+    m.var("first", Int(0, 1), init=0)
+    m.scalarset("Node", 2, index={INDEX: 0})
+
+    @m.action(i=range(2))
+    def bump(s, i):
+        require(s.x[i] < 2)
+        s.x[i] = s.x[i] + 1
+        if i == 0:  # node 0 is special: not a symmetry
+            s.first = 1
+'''
+
+
+@pytest.mark.parametrize("index, args, message", [
+    ('"nodes"', [], "scalarset Node: no state variable named 'nodes'"),
+    ('"x"', ["--check-symmetry"],
+     "scalarset Node is not a symmetry: swapping its members 0 and 1 changes the successors "
+     "of action bump"),
+])
+def test_a_bad_scalarset_is_one_line(index, args, message, tmp_path, monkeypatch):
+    module = f"user_scalarset_{len(args)}"
+    (tmp_path / f"{module}.py").write_text(SCALARSET_SPEC.replace("INDEX", index))
+    (tmp_path / "m.toml").write_text(f'spec = "{module}:SPEC"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    line = one_error_line(ctmc("check", str(tmp_path / "m.toml"), *args))
+    assert message in line, line

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import ERROR, HOLDS, VIOLATED
@@ -132,7 +131,7 @@ def test_small_batches_give_identical_results():
     assert big.stats["generated"] == small.stats["generated"]
 
 
-def test_bytes_per_state_of_the_records():
-    r = _run(GRID, n=30)
-    assert r.stats["bytes_per_state"] == pytest.approx(14.0)
+def test_records_keep_at_most_ten_bytes_a_state():
+    r = _run(GRID, n=30)  # 8-byte fingerprints alone would take 8 bytes a state
+    assert 0 < r.stats["bytes_per_state"] <= 10
     assert np.isclose(r.stats["distinct_states"], 31 * 31)

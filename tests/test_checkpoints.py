@@ -40,7 +40,9 @@ CASES = {
     "liveness": (_Model("v1_mutation_epoch_pollution"), {}),  # a lasso, on 29,676 states
     "liveness holds": (liveness_spin.SPIN, {"fair_finish": True}),
 }
-TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds")
+# what describes a run rather than the model (the visited set's encoding, so its bytes,
+# depends on how it was filled: all at once on a resume)
+TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds", "bytes_per_state")
 
 
 def figures(result) -> dict:

@@ -49,7 +49,7 @@ states = 4
     assert (m.path, m.name, m.description, m.spec_name) == (path, "full", "a full model", COUNTER)
     assert m.params == {"limit": 2, "mode": "flat"}
     assert m.mutations == ("overshoot",) and m.invariants == ("WithinLimit",)
-    assert m.engine == {"deadlock": True, "max_depth": 5}
+    assert m.engine == {"deadlock": True, "max_depth": 5, "full_search": True}
     assert m.expect_outcome == "violates WithinLimit"
     assert m.expect_states == 4
 

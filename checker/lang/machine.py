@@ -98,6 +98,21 @@ class LivenessProperty:
     doc: str = ""
 
 
+@dataclass(frozen=True)
+class Scalarset:
+    """Interchangeable members (as in Murphi): permuting them maps the behaviours of
+    the machine onto each other. `index` names the variables with an array axis (0 is
+    the outermost) indexed by the members; `values` the variables whose leaves hold
+    members (other values in them are left alone). Engines that reduce by symmetry
+    store one state per orbit (`checker/symmetry`); the declaration is checked there,
+    not trusted (`ctmc check --check-symmetry`)."""
+
+    name: str
+    members: tuple[int, ...]
+    index: tuple[tuple[str, tuple[int, ...]], ...]
+    values: tuple[str, ...]
+
+
 @dataclass
 class Machine:
     spec_name: str
@@ -115,6 +130,7 @@ class Machine:
     view: Any = None  # checker.views.View: how a state reads in the protocol's terms
     liveness: list[LivenessProperty] = field(default_factory=list)
     spec_ref: str = ""  # "module:attribute" of the Spec, so traces can find it again
+    scalarsets: list[Scalarset] = field(default_factory=list)
 
     @property
     def n_slots(self) -> int:

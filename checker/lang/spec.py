@@ -40,6 +40,7 @@ from checker.lang.machine import (
     LivenessProperty,
     Machine,
     Property,
+    Scalarset,
     Slot,
     VarInfo,
     param_text,
@@ -460,6 +461,7 @@ class ModelBuilder:
             "invariant": [], "step": [], "constraint": [], "lemma": []}
         self._names: set[str] = set()
         self._liveness: list[tuple[str, Callable, Callable, tuple[str, ...], str]] = []
+        self._scalarsets: list[Scalarset] = []
         self.narrator: Any = None
         self.protocol_view: Any = None  # a checker.views.View, if the spec declares one
 
@@ -479,6 +481,60 @@ class ModelBuilder:
             self._slots.append(Slot(len(self._slots), path_name(name, path), name, leaf))
         info = VarInfo(name, t, first, len(self._slots) - first, ghost, doc)
         self._vars[name] = _VarDecl(info, init)
+
+    def scalarset(self, name: str, members: int | range, *,
+                  index: dict[str, int | tuple[int, ...]] | None = None,
+                  values: Iterable[str] = ()) -> None:
+        """Declare interchangeable members (`members` ids, or `range(k)` for an int k):
+        `index` maps each variable to the array axis (or axes; 0 is the outermost) its
+        members index, `values` lists the variables whose leaves hold members. Engines
+        then store one state per orbit; `ctmc check --check-symmetry` tests the claim."""
+        ids = tuple(range(members) if isinstance(members, int) else members)
+        if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+            raise SpecError(f"scalarset {name}: needs distinct member ids >= 0, "
+                            f"got {list(ids)}")
+        self._claim(name)
+        axes = tuple((var, (ax,) if isinstance(ax, int) else tuple(ax))
+                     for var, ax in (index or {}).items())
+        if isinstance(values, str):
+            raise SpecError(f"scalarset {name}: values must be a list of variable names")
+        self._scalarsets.append(Scalarset(name, ids, axes, tuple(values)))
+
+    def _checked_scalarsets(self) -> list[Scalarset]:
+        """The scalarsets, each variable and axis they name checked against the types."""
+        for sset in self._scalarsets:
+            where = f"scalarset {sset.name}"
+            for var in [v for v, _ in sset.index] + list(sset.values):
+                if var not in self._vars:
+                    raise SpecError(f"{where}: no state variable named {var!r}"
+                                    f"{did_you_mean(var, self._vars)}")
+            for var, axes in sset.index:
+                paths = [[i for i in path if isinstance(i, int)]
+                         for path, _ in self._vars[var].info.type.leaves()]
+                for axis in axes:
+                    if axis < 0 or any(axis >= len(path) for path in paths):
+                        raise SpecError(f"{where}: {var} has no array axis {axis}")
+                    size = 1 + max(path[axis] for path in paths)
+                    if max(sset.members) >= size:
+                        raise SpecError(f"{where}: axis {axis} of {var} has {size} entries, "
+                                        f"fewer than member {max(sset.members)} needs")
+        for i, a in enumerate(self._scalarsets):
+            for b in self._scalarsets[i + 1:]:
+                shared = {v for v, _ in a.index} & {v for v, _ in b.index}
+                for var in sorted(shared):
+                    if set(dict(a.index)[var]) & set(dict(b.index)[var]):
+                        raise SpecError(f"scalarsets {a.name} and {b.name} both index "
+                                        f"the same axis of {var}")
+                both = sorted(set(a.values) & set(b.values))
+                if both and set(a.members) & set(b.members):
+                    raise SpecError(f"scalarsets {a.name} and {b.name} share member ids in "
+                                    f"the values of {both[0]}")
+        return [s for s in self._scalarsets if len(s.members) > 1]  # one member: no symmetry
+
+    def has_var(self, name: str) -> bool:
+        """Whether a variable of this name is declared (specs whose variables depend on
+        parameters use it to list, say, the ones a scalarset indexes)."""
+        return name in self._vars
 
     def var_info(self, name: str) -> VarInfo:
         decl = self._vars.get(name)
@@ -628,6 +684,7 @@ class ModelBuilder:
             lemmas=props["lemma"],
             narrator=self.narrator,
             view=self.protocol_view,
+            scalarsets=self._checked_scalarsets(),
         )
 
     def _liveness_props(self, actions: list[ActionInstance]) -> list[LivenessProperty]:

@@ -1,6 +1,6 @@
 """The CI gate's table: a row per model file (expected, got, states against the
-baseline, diameter, counterexample length, time, verdict), then a summary line and
-where the counterexamples, JUnit report and HTML pages went."""
+baseline and orbits under symmetry, diameter, counterexample length, time, verdict),
+then a summary line and where the counterexamples, JUnit report and HTML pages went."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def print_gate(report: GateReport, trace_dir: Path, junit: Path | None,
             states += f" (baseline was {was})"
         elif r.states is not None and r.baseline is not None and r.states != r.baseline:
             states += f" (baseline {r.baseline:,})"
+        if r.orbits is not None:
+            states += f" / {r.orbits:,} orbits"
         got = (r.got or "-") + ("" if r.complete else " (bounded)")
         add_row(table, r.name, r.expected or "-", got, states,
                 "-" if r.diameter is None else r.diameter,

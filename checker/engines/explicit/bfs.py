@@ -3,8 +3,9 @@
 Level-synchronous: the frontier (sorted by fingerprint) is expanded in chunks
 by the NumPy kernel; each chunk's successors are deduplicated on their own and
 against the visited set, and at the end of the level the survivors are merged
-once more. Memory per visited state: 8 bytes of fingerprint in the visited
-set, plus 4 bytes of parent index and 2 of action id in the level records.
+once more. Memory per visited state: about 6 bytes of fingerprint in the
+visited set (`visited.py`) and 2 to 4 of parent and action in the level
+records (`records.py`).
 Traces are rebuilt from those records by replaying the actions from the
 initial state through the scalar backend, so no old states are kept.
 
@@ -34,7 +35,10 @@ import numpy as np
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.checkpoint import BackgroundSaves, Checkpoint
+from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.liveness import check_liveness
+from checker.engines.explicit.parallel import Pool, SplitVisited
+from checker.engines.explicit.records import LevelRecords
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.identity import search_identity
@@ -44,6 +48,9 @@ from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64, Layout
+from checker.symmetry.canonical import Canonicalizer
+from checker.symmetry.concrete import concrete_trace
+from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-2"
@@ -59,9 +66,12 @@ class BfsOptions:
     checkpoint_every: float = 5.0  # seconds between saves at level boundaries
     timeout: float | None = None  # seconds; the search then stops, inconclusive
     label: str = ""  # the model's name, recorded in a checkpoint
+    symmetry: bool = False  # store one state per orbit of the spec's scalarsets
     batch_size: int = 1 << 16  # parents per chunk: big enough to amortise per-action calls
     dedup_budget: int = 1 << 20  # candidate states kept before filtering against visited
     progress_seconds: float = 2.0
+    workers: int = 1  # processes sharing the search by fingerprint (`parallel.py`)
+    workers_from: int = 50_000  # frontier size from which starting them pays
     # called with (slot reader, count) for each level's new states, e.g. to test
     # candidate lemmas on every reachable state (`infer`)
     on_level: Callable[[Callable[[int], np.ndarray], int], None] | None = None
@@ -106,9 +116,10 @@ class _Search:
     kernel: Kernel
     options: BfsOptions
     stop: _StopRequest
-    visited: VisitedSet = field(default_factory=VisitedSet)
-    parents: list[np.ndarray] = field(default_factory=list)  # per level: uint32 parent index
-    actions: list[np.ndarray] = field(default_factory=list)  # per level: action id
+    # all of it here, or once the worker processes start, their count of it
+    visited: VisitedSet | SplitVisited = field(default_factory=VisitedSet)
+    pool: Pool | None = None
+    records: LevelRecords = field(default_factory=lambda: LevelRecords(1))
     frontier: list[np.ndarray] = field(default_factory=list)
     init_states: list[tuple[int, ...]] = field(default_factory=list)
     generated: int = 0
@@ -120,10 +131,11 @@ class _Search:
     unsaved: list[np.ndarray] = field(default_factory=list)  # fingerprints of unsaved levels
     last_save: float = 0.0
     complete: bool = False  # the frontier was expanded and gave nothing new
+    canon: Canonicalizer | None = None  # set when the search stores one state per orbit
 
     @property
     def depth(self) -> int:
-        return len(self.parents) - 1
+        return len(self.records) - 1
 
 
 def action_dtype(n_actions: int) -> type[np.unsignedinteger]:
@@ -143,8 +155,18 @@ def preflight(machine: Machine, options: BfsOptions) -> None:
 
 
 def _identity(machine: Machine, options: BfsOptions) -> dict:
-    return search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
-                           options.max_depth)
+    identity = search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
+                               options.max_depth)
+    if reduces_by_symmetry(machine, options):
+        identity["symmetry"] = [s.name for s in machine.scalarsets]
+    return identity
+
+
+def reduces_by_symmetry(machine: Machine, options: BfsOptions) -> bool:
+    """Whether the safety search stores one state per orbit: asked for, and declared.
+    Liveness is then still checked on the full graph (a fair cycle of orbits need not
+    lift to a fair cycle of states under per-instance fairness; decision 0016)."""
+    return options.symmetry and bool(machine.scalarsets)
 
 
 def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
@@ -155,8 +177,12 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
     kernel = Kernel(machine, options.progress)
     A = kernel.n_actions
     stop = _StopRequest(deadline=None if options.timeout is None else started + options.timeout)
-    search = _Search(machine, kernel, options, stop, enabled=np.zeros(A, dtype=np.int64),
+    search = _Search(machine, kernel, options, stop, records=LevelRecords(A),
+                     enabled=np.zeros(A, dtype=np.int64),
                      new_states=np.zeros(A, dtype=np.int64), last_save=started)
+    if reduces_by_symmetry(machine, options):
+        search.canon = Canonicalizer(SymmetryGroup(machine), kernel.layout)
+        kernel.canonical = search.canon.canonical
     if options.checkpoint_dir:
         _take_checkpoint(search)
     out_of_memory = False
@@ -170,9 +196,13 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
             with contextlib.suppress(BaseException):
                 search.saves.wait()
         raise
+    finally:
+        if search.pool is not None:  # its processes end with the search, however it ends
+            search.pool.close()
     if out_of_memory:
         raise CheckerError(_out_of_memory(search, started))
     if result.outcome == HOLDS and result.complete and machine.liveness:
+        kernel.canonical = None  # the liveness graph keeps every state
         result = check_liveness(machine, result, kernel)
     return result
 
@@ -275,7 +305,8 @@ def _take_checkpoint(search: _Search) -> None:
         raise CheckerError(f"{search.checkpoint.path}: the saved frontier does not match "
                            f"level {len(saved.fps) - 1}'s fingerprints")
     search.visited = VisitedSet(np.concatenate(saved.fps))
-    search.parents, search.actions = saved.parents, saved.actions
+    for parents, actions in zip(saved.parents, saved.actions, strict=True):
+        search.records.append_parents(parents, actions)
     search.frontier = saved.frontier
     search.init_states = saved.init_states
     search.generated, search.enabled, search.new_states = (saved.generated, saved.enabled,
@@ -296,7 +327,9 @@ def _save(search: _Search, started: float, background: bool = False) -> None:
     first = search.depth + 1 - len(search.unsaved)
     layout = search.kernel.layout
     assert search.enabled is not None and search.new_states is not None
-    args = (first, search.unsaved, search.parents[first:], search.actions[first:],
+    steps = [search.records.parents_actions(d, action_dtype(search.kernel.n_actions))
+             for d in range(first, search.depth + 1)]
+    args = (first, search.unsaved, [p for p, _ in steps], [a for _, a in steps],
             None if layout.exact else np.stack(search.frontier),
             {"init_states": search.init_states, "generated": search.generated,
              "enabled": search.enabled.tolist(), "new_states": search.new_states.tolist(),
@@ -333,6 +366,10 @@ def _initial_level(search: _Search) -> _Found | None:
         raise CheckerError(f"spec {m.spec_name}: no initial state satisfies the constraints")
     packed = np.array([kernel.layout.pack(s) for s in states], dtype=U64).reshape(len(states), -1)
     words = [packed[:, w].copy() for w in range(kernel.layout.n_words)]
+    if search.canon is not None:
+        words = search.canon.canonical(words)
+        states = [kernel.layout.unpack(tuple(int(w[i]) for w in words))
+                  for i in range(len(states))]
     fps = kernel.layout.fingerprints(words)
     order = np.argsort(fps, kind="stable")
     fps, words = fps[order], [w[order] for w in words]
@@ -340,139 +377,152 @@ def _initial_level(search: _Search) -> _Found | None:
     fps, words = fps[keep], [w[keep] for w in words]
     search.init_states = [states[i] for i in order[keep]]
     search.visited = VisitedSet(fps)
-    search.parents = [np.zeros(len(fps), dtype=np.uint32)]
-    search.actions = [np.zeros(len(fps), dtype=action_dtype(kernel.n_actions))]
+    search.records.append(np.zeros(len(fps), dtype=np.int64))
     search.frontier = words
     if search.checkpoint is not None:
         search.unsaved.append(fps)
     if search.options.on_level:
         search.options.on_level(kernel.reader(words), len(fps))
-    return _check_new_states(search, words, depth=0)
-
-
-def _check_new_states(search: _Search, words: list[np.ndarray], depth: int,
-                      keys: np.ndarray | None = None) -> _Found | None:
-    """Invariants on the states just added at `depth`.
-
-    Among violating states the one with the smallest generation key (`keys`)
-    is reported; initial states have no key and go by fingerprint order.
-    """
-    step = search.options.batch_size
-    bad: list[tuple[int, int, bool]] = []  # (index, first violated property, undefined)
-    for lo in range(0, len(words[0]), step):
-        first, lanes_undefined = search.kernel.violated_properties(
-            [w[lo:lo + step] for w in words])
-        for i in np.flatnonzero((first >= 0) | lanes_undefined):
-            bad.append((lo + int(i), int(first[i]), bool(lanes_undefined[i])))
-    if not bad:
+    bad = first_bad(kernel, words, None, search.options.batch_size)
+    if bad is None:
         return None
-    index, prop, undefined = min(bad, key=lambda b: int(keys[b[0]]) if keys is not None
-                                 else b[0])
+    index, prop, undefined = bad
     if undefined:
-        return _Found("error", depth, index, None, "")
-    return _Found("invariant", depth, index, None, search.kernel.property_names[prop])
+        return _Found("error", 0, index, None, "")
+    return _Found("invariant", 0, index, None, kernel.property_names[prop])
 
 
 def _expand_level(search: _Search, started: float) -> _Found | None:
-    """Expand the frontier into the next level. Its counters join the totals when the
-    level ends (with a new level, or a violation), never when it is stopped midway."""
+    """Expand the frontier into the next level: in this process, or in worker processes
+    once a frontier is big enough to pay for starting them (then for every later level,
+    as they hold the visited set). Either way the same `Level` comes back, and
+    `_settle` decides what it means."""
+    options = search.options
+    if search.pool is None and options.workers > 1 \
+            and len(search.frontier[0]) >= options.workers_from:
+        assert isinstance(search.visited, VisitedSet)
+        _await_saves(search)  # no other thread may run while the workers fork
+        search.pool = Pool(search.kernel, search.visited, search.frontier, options)
+        search.visited = search.pool.visited
+    if search.pool is None:
+        level = _expand_here(search, started)
+    else:
+        n = len(search.frontier[0])
+        last_progress = time.perf_counter()
+
+        def waiting(done: int) -> None:  # every few tenths of a second while workers work
+            nonlocal last_progress
+            search.stop.check()
+            now = time.perf_counter()
+            if options.progress and now - last_progress >= options.progress_seconds:
+                last_progress = now
+                options.progress(_progress_line(search, started, f"{done:,}/{n:,} expanded "
+                                                f"by {options.workers} workers"))
+
+        level = search.pool.expand(waiting)
+    return _settle(search, level, started)
+
+
+def _expand_here(search: _Search, started: float) -> Level:
+    """The next level, computed in this process; the stop request is looked at between
+    chunks, so a stopped level leaves no trace."""
     kernel, options = search.kernel, search.options
-    frontier = search.frontier
-    n = len(frontier[0])
-    A = kernel.n_actions
-    depth = search.depth
+    assert isinstance(search.visited, VisitedSet)
     layout = kernel.layout
+    n = len(search.frontier[0])
     dedup = LevelDedup(search.visited, layout.n_words, layout.bits if layout.exact else None,
                        options.dedup_budget)
-    enabled = np.zeros(A, dtype=np.int64)
-    generated = 0
-    best_error: int | None = None
-    best_step: tuple[int, int] | None = None
-    deadlock: int | None = None
-    guard_error: int | None = None
+    level = Level(np.zeros(kernel.n_actions, dtype=np.int64))
     last_progress = time.perf_counter()
-    lo = 0
+    done = 0
 
-    def tick() -> None:  # inside a batch: a machine with many actions is slow per batch
+    def tick() -> None:  # inside a batch too: a machine with many actions is slow per batch
         nonlocal last_progress
         now = time.perf_counter()
         if options.progress and now - last_progress >= options.progress_seconds:
             last_progress = now
-            options.progress(_progress_line(search, started, f"{lo:,}/{n:,} expanded"))
+            options.progress(_progress_line(search, started, f"{done:,}/{n:,} expanded"))
 
-    for lo in range(0, n, options.batch_size):
+    def between(lo: int) -> None:
+        nonlocal done
         search.stop.check()
-        hi = min(n, lo + options.batch_size)
-        exp = kernel.expand([w[lo:hi] for w in frontier], lo, options.deadlock, tick)
-        enabled += exp.enabled
-        generated += len(exp.gen)
-        if exp.guard_error is not None:
-            guard_error = exp.guard_error if guard_error is None else min(guard_error,
-                                                                          exp.guard_error)
-        if len(exp.deadlocked) and deadlock is None:
-            deadlock = int(exp.deadlocked[0])
-        if exp.error is not None:
-            best_error = exp.error if best_error is None else min(best_error, exp.error)
-        if exp.step_violation is not None and (best_step is None
-                                               or exp.step_violation[0] < best_step[0]):
-            best_step = exp.step_violation
-        if len(exp.gen):
-            dedup.add(layout.fingerprints(exp.words), exp.gen, exp.words)
-        now = time.perf_counter()
-        if options.progress and now - last_progress >= options.progress_seconds:
-            last_progress = now
-            options.progress(_progress_line(search, started, f"{hi:,}/{n:,} expanded"))
-    assert search.enabled is not None and search.new_states is not None
+        done = lo
+        tick()
 
-    def count_level() -> None:  # the level ends: its counts join the totals
+    expand_frontier(kernel, search.frontier, 0, options.deadlock, options.batch_size, level,
+                    lambda exp: dedup.add(layout.fingerprints(exp.words), exp.gen, exp.words),
+                    between, tick)
+    if level.guard_error is None and level.deadlock is None:  # else no state is needed
+        level.fps, level.gen, level.words = dedup.result()
+        level.count = len(level.fps)
+        level.bad = first_bad(kernel, level.words, level.gen, options.batch_size)
+    return level
+
+
+def _settle(search: _Search, level: Level, started: float) -> _Found | None:
+    """The level ends: its counters join the totals, and either the violation with the
+    smallest generation key is returned (guard errors, then deadlocks, first), or its new
+    states become the next level (none: the search is complete)."""
+    A = search.kernel.n_actions
+    depth = search.depth
+
+    def count_level() -> None:
         assert search.enabled is not None  # narrowing does not reach into a closure
-        search.enabled += enabled
-        search.generated += generated
+        search.enabled += level.enabled
+        search.generated += level.generated
 
-    if guard_error is not None:
+    if level.guard_error is not None:
         count_level()
-        return _Found("guard_error", depth, guard_error // A, guard_error % A)
-    if deadlock is not None:
+        return _Found("guard_error", depth, level.guard_error // A, level.guard_error % A)
+    if level.deadlock is not None:
         count_level()
-        return _Found("deadlock", depth, deadlock, None, "Deadlock")
-    new_fp, new_gen, new_words = dedup.result()
-    del dedup
-    parent = (new_gen // A).astype(np.uint32)
-    action = (new_gen % A).astype(action_dtype(A))
-    found_state = _check_new_states(search, new_words, depth + 1, new_gen) if len(new_fp) \
-        else None
+        return _Found("deadlock", depth, level.deadlock, None, "Deadlock")
     candidates: list[tuple[int, _Found]] = []
-    if best_error is not None:
-        candidates.append((best_error, _Found("error", depth, best_error // A, best_error % A)))
-    if best_step is not None:
-        key, prop = best_step
+    if level.error is not None:
+        key = level.error
+        candidates.append((key, _Found("error", depth, key // A, key % A)))
+    if level.step is not None:
+        key, prop = level.step
         name = search.machine.step_invariants[prop].name
         candidates.append((key, _Found("step_invariant", depth, key // A, key % A, name)))
-    if found_state is not None:
-        key = int(new_gen[found_state.parent])
-        candidates.append((key, _Found(found_state.kind, depth, key // A, key % A,
-                                       found_state.prop)))
+    if level.bad is not None:
+        key, prop, undefined = level.bad
+        candidates.append((key, _Found("error", depth, key // A, key % A) if undefined else
+                           _Found("invariant", depth, key // A, key % A,
+                                  search.kernel.property_names[prop])))
     if candidates:
         count_level()
         candidates.sort(key=lambda c: (c[0], c[1].kind != "error"))
         return candidates[0][1]
-    if not len(new_fp):
+    if not level.count:
         count_level()
         search.complete = True  # an empty level does not add to the diameter
         return None
-    search.visited.add_sorted(new_fp)  # the one allocation: before the search changes
+    options = search.options
+    if level.fetch is not None:  # the workers go on meanwhile, unless this is the last level
+        level.fps, level.gen, level.words = level.fetch(
+            options.max_depth is None or depth + 1 < options.max_depth)
+    search.visited.add_sorted(level.fps)  # the one allocation: before the search changes
     count_level()
+    _commit_level(search, level.fps, level.gen, level.words)
+    if options.on_level:
+        options.on_level(search.kernel.reader(level.words), len(level.fps))
+    if options.progress:
+        options.progress(_progress_line(search, started, f"{len(level.fps):,} new"))
+    return None
+
+
+def _commit_level(search: _Search, new_fp: np.ndarray, new_gen: np.ndarray,
+                  new_words: list[np.ndarray]) -> None:
+    """Append a level of new states (sorted by fingerprint, with their canonical
+    generation keys): the one place that writes the parent and action records."""
+    assert search.new_states is not None
+    A = search.kernel.n_actions
     search.frontier = new_words
-    search.new_states += np.bincount(action, minlength=A)
-    search.parents.append(parent)
-    search.actions.append(action)
+    search.new_states += np.bincount(new_gen % A, minlength=A)
+    search.records.append(new_gen)
     if search.checkpoint is not None:
         search.unsaved.append(new_fp)
-    if options.on_level:
-        options.on_level(kernel.reader(new_words), len(new_fp))
-    if options.progress:
-        options.progress(_progress_line(search, started, f"{len(new_fp):,} new"))
-    return None
 
 
 # -- results -------------------------------------------------------------------
@@ -486,13 +536,16 @@ def _progress_line(search: _Search, started: float, note: str) -> str:
 
 def _stats(search: _Search, started: float) -> dict:
     distinct = len(search.visited)
-    record_bytes = search.visited.nbytes + sum(p.nbytes + a.nbytes
-                                               for p, a in zip(search.parents, search.actions,
-                                                               strict=True))
+    record_bytes = search.visited.nbytes + search.records.nbytes
     stats = search_stats(distinct, search.generated, search.depth,
                          time.perf_counter() - started + search.seconds_before,
                          search.kernel.layout, search.kernel.n_actions)
     stats["bytes_per_state"] = round(record_bytes / distinct, 2) if distinct else 0.0
+    stats["workers"] = search.options.workers
+    if search.canon is not None:
+        stats["symmetry"] = (f"{len(search.canon.group):,} permutations of "
+                             f"{', '.join(s.name for s in search.machine.scalarsets)}; one "
+                             f"state per orbit ({search.canon.method})")
     return stats
 
 
@@ -516,8 +569,11 @@ def _path(search: _Search, depth: int, index: int) -> Trace:
     """Replay the canonical path to state `index` of level `depth`."""
     acts: list[int] = []
     for d in range(depth, 0, -1):
-        acts.append(int(search.actions[d][index]))
-        index = int(search.parents[d][index])
+        index, action = search.records.step(d, index)
+        acts.append(action)
+    if search.canon is not None:
+        return concrete_trace(search.kernel, search.canon, search.init_states[index],
+                              acts[::-1])
     return replay(search.machine, search.init_states[index], acts[::-1])
 
 

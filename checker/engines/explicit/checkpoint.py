@@ -208,7 +208,11 @@ class BackgroundSaves:
         self.wait()
         self.thread = threading.Thread(target=self._save, args=args, daemon=True,
                                        name="ctmc-checkpoint")
-        self.thread.start()
+        try:
+            self.thread.start()
+        except RuntimeError:  # no memory left for a thread's stack: save here instead
+            self.thread = None
+            self._save(*args)
 
     def wait(self) -> None:
         if self.thread is not None:

@@ -27,8 +27,10 @@ from checker.backends.vector import BatchFn, compile_batch, dtype_for
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr
 from checker.lang.machine import ActionInstance, Machine
-from checker.packing import U64, Layout
+from checker.packing import U64, Layout, SlotField
 from checker.progress import Ticker
+
+_ALL = (1 << 64) - 1  # a uint64's bits, for masks built as Python ints
 
 
 @dataclass
@@ -64,6 +66,9 @@ class Kernel:
         self.machine = machine
         self.layout = Layout(machine)
         self.n_actions = len(machine.actions)
+        # maps a batch's successor words to their orbit representatives, when the
+        # engine reduces by symmetry (`checker.symmetry`)
+        self.canonical: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None
         self.bool_slots = {s.index for s in machine.slots if s.leaf.sort == BOOL}
         guards = [a.guard for a in machine.actions]
         guard_defs = [E.defined(g) for g in guards]
@@ -158,11 +163,23 @@ class Kernel:
             undefined |= ~np.broadcast_to(outs[k + i], (n,))
         return first, undefined
 
+    def undefined_guards(self, words: list[np.ndarray]) -> np.ndarray:
+        """Per state: whether some action's guard reads out of range there."""
+        n = len(words[0])
+        read = self.reader(words)
+        outs = self._guards(read, read)
+        bad = np.zeros(n, dtype=bool)
+        for pos in range(len(self._guard_def_idx)):
+            bad |= ~np.broadcast_to(outs[self.n_actions + pos], (n,))
+        return bad
+
     def expand(self, words: list[np.ndarray], first_parent: int,
-               check_deadlock: bool, tick: Callable[[], None] | None = None) -> Expansion:
+               check_deadlock: bool, tick: Callable[[], None] | None = None,
+               reduce: bool = True) -> Expansion:
         """Successors of the batch `words`, whose first state is parent number
-        `first_parent`; `tick` is called after each action (a machine with thousands of
-        actions spends seconds in one batch)."""
+        `first_parent`, as orbit representatives if `canonical` is set and `reduce`;
+        `tick` is called after each action (a machine with thousands of actions spends
+        seconds in one batch)."""
         n = len(words[0])
         read = self.reader(words)
         outs = self._guards(read, read)
@@ -198,6 +215,8 @@ class Kernel:
         if any_enabled is not None:
             result.deadlocked = np.flatnonzero(~any_enabled) + first_parent
         result.words = [np.concatenate(ws) if ws else np.empty(0, U64) for ws in succ_words]
+        if self.canonical is not None and reduce and len(result.words[0]):
+            result.words = self.canonical(result.words)
         result.gen = np.concatenate(gens) if gens else np.empty(0, np.int64)
         return result
 
@@ -252,24 +271,36 @@ class Kernel:
             sel = None
         base_idx = idx if sel is None else idx[sel]
         layout = self.layout
-        new_words = [w[base_idx] for w in words]
-        clear = [U64(0xFFFFFFFFFFFFFFFF)] * layout.n_words
-        sets: list[list[np.ndarray]] = [[] for _ in range(layout.n_words)]
+        # per word: the bits the updates clear, constant updates' bits (folded into
+        # one scalar), and the computed values, each shifted into place in one
+        # buffer and or-ed into the gathered word in place
+        clear = [0] * layout.n_words
+        const = [0] * layout.n_words
+        varied: list[list[tuple[SlotField, np.ndarray]]] = [[] for _ in range(layout.n_words)]
         for slot, value in zip(prog.update_slots, outs[:k_upd], strict=True):
             f = layout.fields[slot]
             if not f.bits:
                 continue
-            clear[f.word] = clear[f.word] & ~U64(f.mask << f.offset)
-            v = np.asarray(value)
-            raw = (v - f.lo) if f.lo else v
-            sets[f.word].append(raw.astype(U64) << U64(f.offset))
-        for w in range(layout.n_words):
-            if not sets[w]:
-                continue
-            acc = new_words[w] & clear[w]
-            for s in sets[w]:
-                acc |= s
-            new_words[w] = acc
+            clear[f.word] |= f.mask << f.offset
+            if np.ndim(value) == 0:
+                const[f.word] |= ((int(value) - f.lo) & f.mask) << f.offset
+            else:
+                varied[f.word].append((f, value))
+        new_words = []
+        for w, word in enumerate(words):
+            acc = word[base_idx]
+            if clear[w]:
+                acc &= U64(~clear[w] & _ALL)
+            if const[w]:
+                acc |= U64(const[w])
+            for f, value in varied[w]:
+                part = value.astype(U64)
+                if f.lo:
+                    part -= U64(f.lo & _ALL)  # modulo 2**64: right for negative bounds too
+                if f.offset:
+                    part <<= U64(f.offset)
+                acc |= part
+            new_words.append(acc)
         for w in range(layout.n_words):
             succ_words[w].append(new_words[w])
         gens.append(gen)

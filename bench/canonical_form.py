@@ -1,0 +1,63 @@
+"""What choosing one state per orbit costs, by method and scalarset size.
+
+For the RFC tracker with k interchangeable requests (k! permutations), times
+both canonical-form methods on the same batch of random in-type states and
+prints nanoseconds per state, and checks that both methods pick
+representatives of the same orbits (equal counts of distinct ones). The engine
+sorts from `SORT_FROM` members up, where sorting starts to win.
+
+    python bench/canonical_form.py             # k = 2..5, 200,000 states
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from checker.models import build_machine, load_model  # noqa: E402
+from checker.packing import Layout  # noqa: E402
+from checker.symmetry.canonical import Canonicalizer  # noqa: E402
+from checker.symmetry.group import SymmetryGroup  # noqa: E402
+
+
+def seconds(fn, *args) -> float:
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        fn(*args)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--states", type=int, default=200_000)
+    args = parser.parse_args()
+    n = args.states
+    print(f"{'k':>2} {'perms':>5} {'signature sort':>15} {'smallest image':>15}  "
+          "(ns per state; distinct representatives)")
+    for k in (2, 3, 4, 5):
+        machine = build_machine(load_model("tracker_bench_small", ROOT / "bench" / "models"),
+                                {"requests": str(k)})
+        layout, group = Layout(machine), SymmetryGroup(machine)
+        rng = np.random.default_rng(k)
+        cols = np.stack([rng.integers(s.lo, s.hi + 1, size=n) for s in machine.slots], axis=1)
+        words = layout.pack_batch(cols)
+        sort, search = Canonicalizer(group, layout, "sort"), Canonicalizer(group, layout, "search")
+        distinct = [len(np.unique(layout.fingerprints(c.canonical(words))))
+                    for c in (sort, search)]
+        assert distinct[0] == distinct[1], distinct
+        ns = [seconds(c.canonical, words) / n * 1e9 for c in (sort, search)]
+        print(f"{k:>2} {len(group):>5} {ns[0]:>15.0f} {ns[1]:>15.0f}  "
+              f"({distinct[0]:,} of {n:,})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,76 @@
+"""The local BFS with 1 and N worker processes, side by side on one model.
+
+Each run is its own process. Prints, per worker count: distinct states, seconds,
+states per second, CPU seconds of the searching process and of its workers, and
+the rate relative to one worker. The speed-up needs idle cores: the load average
+before each run is printed beside it, as other work on the machine skews it, and
+`--repeat K` runs the worker counts K times in turn.
+
+    python bench/parallel_bfs.py                       # 1 and 2 workers, ~17.7M states
+    python bench/parallel_bfs.py --workers 1 2 4 --model tracker_bench_medium --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "bench" / "models"
+
+
+def run_one(model_name: str, workers: int) -> dict:
+    """Run in this process and return the figures (called in a child process)."""
+    sys.path.insert(0, str(ROOT))
+    from checker.models import build_machine, load_model
+    from checker.run import BfsOptions, run
+
+    machine = build_machine(load_model(model_name, MODELS))
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    result = run(machine, BfsOptions(deadlock=False, workers=workers))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, once reaped
+    return {**{k: result.stats[k] for k in ("distinct_states", "generated", "diameter",
+                                            "seconds", "states_per_second", "peak_rss_mb")},
+            "outcome": result.outcome,
+            "cpu_self": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
+            "cpu_workers": children.ru_utime + children.ru_stime}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tracker_bench_large")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--child", nargs=2, metavar=("MODEL", "WORKERS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_one(args.child[0], int(args.child[1]))))
+        return
+    header = (f"{'workers':>7} {'states':>12} {'seconds':>8} {'states/s':>11} "
+              f"{'CPU main':>8} {'CPU workers':>11} {'peak RSS MB':>11} {'vs 1':>5} "
+              f"{'load before':>11}")
+    print(f"model {args.model}, {len(os.sched_getaffinity(0))} usable cores")
+    print(header)
+    print("-" * len(header))
+    base = None
+    for workers in args.workers * args.repeat:
+        load = os.getloadavg()[0]
+        out = subprocess.run([sys.executable, __file__, "--child", args.model, str(workers)],
+                             capture_output=True, text=True, check=True)
+        s = json.loads(out.stdout.strip().splitlines()[-1])
+        rate = s["states_per_second"]
+        base = (rate if workers == 1 else None) or base
+        ratio = f"{rate / base:.2f}" if base else "-"
+        print(f"{workers:>7} {s['distinct_states']:>12,} {s['seconds']:>8.2f} {rate:>11,} "
+              f"{s['cpu_self']:>8.1f} {s['cpu_workers']:>11.1f} {s['peak_rss_mb']:>11,.0f} "
+              f"{ratio:>5} {load:>11.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Unsigned integers stored in as few bytes as their width needs.
+
+NumPy has no 3-, 5- or 7-byte integer, so a value of `bits` bits (rounded up to
+a nibble) is split into planes of 32, 16, 8 and 4 bits, most significant
+first: 44 bits take 4 + 1 + 0.5 bytes, 28 bits 2 + 1 + 0.5. Each plane is an
+ordinary array (the 4-bit one holds two values a byte), so reading a batch of
+positions is one gather per plane, and the first plane alone orders values
+as far as its bits go (what `visited.py` bisects on).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+U64 = np.uint64
+_PLANES: tuple[tuple[int, type[np.unsignedinteger]], ...] = (
+    (32, np.uint32), (16, np.uint16), (8, np.uint8), (4, np.uint8))
+
+
+class PackedUInts:
+    """`len(values)` unsigned integers below 2**bits, in bits/8 bytes each."""
+
+    def __init__(self, values: np.ndarray, bits: int):
+        self.n = len(values)
+        self.bits = -(-bits // 4) * 4
+        values = values.astype(U64, copy=False)
+        self.planes: list[tuple[int, int, np.ndarray]] = []  # (shift, width, array)
+        left = self.bits
+        for width, dtype in _PLANES:
+            while left >= width:
+                left -= width
+                part = values >> U64(left) if left else values
+                if left + width < 64:
+                    part = part & U64((1 << width) - 1)
+                if width == 4:  # two nibbles a byte
+                    part = np.append(part, U64(0)) if self.n % 2 else part
+                    packed = (part[0::2] | (part[1::2] << U64(4))).astype(np.uint8)
+                    self.planes.append((left, 4, packed))
+                else:
+                    self.planes.append((left, width, part.astype(dtype)))
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for _, _, a in self.planes)
+
+    @property
+    def top_shift(self) -> int:
+        """Where the first plane's bits start: `top(i) == get(i) >> top_shift`."""
+        return self.planes[0][0] if self.planes else 0
+
+    @property
+    def top_dtype(self) -> np.dtype:
+        return self.planes[0][2].dtype if self.planes else np.dtype(np.uint8)
+
+    def top(self, idx: np.ndarray) -> np.ndarray:
+        """The first plane's part of the values at `idx` (zeros when there is none)."""
+        if not self.planes:
+            return np.zeros(len(idx), dtype=np.uint8)
+        return _plane_at(self.planes[0], idx)
+
+    def get(self, idx: np.ndarray) -> np.ndarray:
+        """The values at positions `idx`, as uint64."""
+        out = np.zeros(len(idx), dtype=U64)
+        for plane in self.planes:
+            part = _plane_at(plane, idx).astype(U64)
+            out |= part << U64(plane[0]) if plane[0] else part
+        return out
+
+    def decode(self) -> np.ndarray:
+        """All values, as uint64."""
+        out = np.zeros(self.n, dtype=U64)
+        for shift, width, array in self.planes:
+            if width == 4:
+                part = np.empty(2 * len(array), dtype=np.uint8)
+                part[0::2] = array & np.uint8(15)
+                part[1::2] = array >> np.uint8(4)
+                array = part[:self.n]
+            wide = array.astype(U64)
+            if shift:
+                wide <<= U64(shift)
+            out |= wide
+        return out
+
+
+def _plane_at(plane: tuple[int, int, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    _, width, array = plane
+    if width != 4:
+        return array[idx]
+    return (array[idx >> 1] >> ((idx & 1) << 2).astype(np.uint8)) & np.uint8(15)

@@ -1,0 +1,483 @@
+"""The local BFS in several processes, each owning the visited states of one share of
+the fingerprints (`ctmc check --workers N`); decision 0014 says why it is built so.
+
+The coordinator (the searching process, `bfs.py`) keeps everything a one-process
+search keeps but the visited set: frontier, parent and action records, counters,
+checkpoint. Each worker holds the visited states it owns, and the frontier states it
+owns with their indices in the whole (fingerprint-sorted) frontier. For each level:
+
+1. each worker expands its frontier states chunk by chunk (`level.expand_frontier`),
+   turning generation keys into the whole frontier's (`parent_index * n_actions +
+   action`, as one process makes them), and splits the successors by owner with
+   whole-array operations: its own go to its `LevelDedup`, the others' down a pipe as
+   raw array bytes, which a thread per peer reads, so no two workers wait on each other;
+2. each owner collapses what it gets against its part of the visited set, checks the
+   invariants on its new states, and learns where they fall in the whole level from
+   its peers' new fingerprints (a binary search each);
+3. it sends the coordinator its `Level` summary, then its states with their places;
+4. the coordinator joins the summaries into the `Level` a single process computes,
+   which `bfs._settle` judges; only if the level joins the search does it tell the
+   workers to go on, and put the owners' states in place while they do.
+
+Ownership: a hashed fingerprint is uniform, and its owner holds one range of the
+64-bit space. An exact fingerprint is the packed state itself; such states crowd into
+a few narrow ranges that move from level to level, so they are owned by range of
+`fp * odd constant` (Fibonacci hashing).
+
+Processes are forked (they inherit the compiled kernel, the visited set and frontier
+so far; nothing is pickled), ignore Ctrl-C and SIGTERM (the coordinator stops at a
+level boundary and kills them), die with the coordinator (Linux's parent-death
+signal, and in any case at their next read or write), and are always killed and
+reaped by `close`. A worker that fails or dies is one `CheckerError` line, never a
+hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import multiprocessing
+import os
+import pickle
+import queue
+import signal
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import wait as wait_for
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from checker.engines.explicit.level import Level, expand_frontier, first_bad
+from checker.engines.explicit.successors import Expansion, Kernel
+from checker.engines.explicit.visited import LevelDedup, VisitedSet
+from checker.errors import CheckerError
+from checker.packing import U64
+
+if TYPE_CHECKING:
+    from checker.engines.explicit.bfs import BfsOptions
+
+_SPREAD = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it is a bijection
+_PIPE_BYTES = 1 << 20  # fewer wake-ups than the default 64 KiB; the usual maximum
+_POLL_SECONDS = 0.2  # how often the coordinator looks at the stop request
+
+
+def owners(fps: np.ndarray, n: int, exact: bool) -> np.ndarray:
+    """The worker (0..n-1) owning each fingerprint: the range its fingerprint (exact
+    ones spread first) falls in, of n equal ranges."""
+    with np.errstate(over="ignore"):
+        top = (fps * _SPREAD if exact else fps) >> np.uint64(32)
+    top *= np.uint64(n)
+    top >>= np.uint64(32)
+    return top.astype(np.uint8 if n <= 1 << 8 else np.uint16)
+
+
+class SplitVisited:
+    """The coordinator's view of the visited set its workers hold between them: the
+    search adds each level here once the owners have added it to their parts."""
+
+    def __init__(self, count: int, nbytes: int):
+        self.count = count
+        self.measured = (nbytes, count)  # (the workers' bytes, when they held `count`)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def add_sorted(self, new_fps: np.ndarray) -> None:
+        self.count += len(new_fps)
+
+    @property
+    def nbytes(self) -> int:
+        """As last measured, scaled to the states added since."""
+        measured, at = self.measured
+        return measured * self.count // at if at else 0
+
+
+class _Channel:
+    """One direction of a pipe carrying messages: a pickled header (a tag, small
+    metadata, the arrays' types and lengths), then each array's raw bytes."""
+
+    def __init__(self, fd: int, writing: bool):
+        if writing:
+            with contextlib.suppress(OSError, AttributeError):  # Linux only; a hint
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        self.file = os.fdopen(fd, "wb" if writing else "rb", buffering=0)
+
+    def fileno(self) -> int:
+        return self.file.fileno()
+
+    def send(self, tag: str, meta: Any = None, arrays: Sequence[np.ndarray] = ()) -> None:
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        head = pickle.dumps((tag, meta, [(a.dtype.str, len(a)) for a in arrays]))
+        self._write(memoryview(struct.pack("<Q", len(head)) + head))
+        for a in arrays:
+            if len(a):
+                self._write(a.data.cast("B"))
+
+    def recv(self) -> tuple[str, Any, list[np.ndarray]]:
+        """The next message; EOFError when the other end is closed."""
+        size = bytearray(8)
+        self._read(memoryview(size))
+        head = bytearray(struct.unpack("<Q", size)[0])
+        self._read(memoryview(head))
+        tag, meta, specs = pickle.loads(head)
+        arrays = [np.empty(n, dtype=np.dtype(dtype)) for dtype, n in specs]
+        for a in arrays:
+            if len(a):
+                self._read(a.data.cast("B"))
+        return tag, meta, arrays
+
+    def _write(self, view: memoryview) -> None:
+        while len(view):
+            view = view[self.file.write(view) or 0:]
+
+    def _read(self, view: memoryview) -> None:
+        while len(view):
+            got = self.file.readinto(view)
+            if not got:
+                raise EOFError
+            view = view[got:]
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class Pool:
+    """`options.workers` processes sharing the search (see the module docstring)."""
+
+    def __init__(self, kernel: Kernel, visited: VisitedSet, frontier: list[np.ndarray],
+                 options: BfsOptions):
+        """Fork the workers; each keeps the part of `visited` and of `frontier` it owns,
+        and starts expanding the latter at once."""
+        n = options.workers
+        self.kernel, self.n = kernel, n
+        context = multiprocessing.get_context("fork")
+        self.done = context.Array("q", n, lock=False)  # parents each has expanded this level
+        commands = [os.pipe() for _ in range(n)]
+        results = [os.pipe() for _ in range(n)]
+        peers = {(v, w): os.pipe() for v in range(n) for w in range(n) if v != w}  # v to w
+        every = [fd for pair in [*commands, *results, *peers.values()] for fd in pair]
+        self.processes: list[Any] = []
+        try:
+            for w in range(n):
+                ends = _Ends(commands[w][0], results[w][1],
+                             {v: peers[v, w][0] for v in range(n) if v != w},
+                             {v: peers[w, v][1] for v in range(n) if v != w})
+                process = context.Process(
+                    target=_work, name=f"ctmc-bfs-worker-{w + 1}", daemon=True,
+                    args=(_Worker(w, kernel, visited, frontier, options, ends, self.done),
+                          every, os.getpid()))
+                process.start()
+                self.processes.append(process)
+        except BaseException:  # e.g. no memory for one more process
+            for process in self.processes:
+                process.kill()
+                process.join()
+            for fd in every:
+                os.close(fd)
+            raise
+        mine = {w for _, w in commands} | {r for r, _ in results}
+        for fd in set(every) - mine:  # the workers' ends
+            os.close(fd)
+        self.commands = [_Channel(w, True) for _, w in commands]
+        self.results = [_Channel(r, False) for r, _ in results]
+        self.visited = SplitVisited(len(visited), visited.nbytes)
+
+    def expand(self, waiting: Callable[[int], None]) -> Level:
+        """The level the workers are expanding, as `bfs._expand_here` computes it, but
+        for its new states, which `Level.fetch` gives. `waiting` is called with the
+        parents expanded so far every few tenths of a second; whatever it raises (a stop
+        request) ends the pool with the level, as does a failed worker."""
+        try:
+            at = len(self.visited)
+            level = Level(np.zeros(self.kernel.n_actions, dtype=np.int64))
+            measured = 0
+            for summary, nbytes in self._gather("level", waiting):
+                level.join(summary)
+                measured += nbytes
+            self.visited.measured = (measured, at)
+            level.fetch = self._fetch
+            return level
+        except BaseException:
+            self.close()
+            raise
+
+    def _fetch(self, more: bool) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """The level's new states, in fingerprint order; the workers go on to the next
+        level first if `more`."""
+        try:
+            if more:
+                for w, channel in enumerate(self.commands):
+                    self.done[w] = 0
+                    try:
+                        channel.send("go")
+                    except BrokenPipeError:
+                        raise CheckerError(self._died(w)) from None
+            shares = self._gather("states", lambda done: None)
+        except BaseException:
+            self.close()
+            raise
+        layout = self.kernel.layout
+        total = sum(len(arrays[0]) for arrays in shares)
+        fps = np.empty(total, dtype=U64)
+        gen = np.empty(total, dtype=np.int64)
+        words = [fps] if layout.exact else [np.empty(total, dtype=U64)
+                                            for _ in range(layout.n_words)]
+        for ranks, *columns in shares:  # each owner's states go to their places
+            for out, column in zip([fps, gen, *([] if layout.exact else words)], columns,
+                                   strict=True):
+                out[ranks] = column
+        return fps, gen, words
+
+    def _gather(self, tag: str, waiting: Callable[[int], None]) -> list[Any]:
+        """Every worker's next message (a `tag` message), in worker order."""
+        got: dict[int, Any] = {}
+        results = {channel.fileno(): w for w, channel in enumerate(self.results)}
+        deaths = {p.sentinel: w for w, p in enumerate(self.processes)}
+        while len(got) < self.n:
+            awaited = [fd for fd, w in results.items() if w not in got]
+            for ready in wait_for([*awaited, *deaths], _POLL_SECONDS):
+                w = results[ready] if ready in results else deaths[ready]
+                if w not in got:  # its message, its failure, or the end of its pipe
+                    got[w] = self._receive(w, tag)
+                if ready in deaths:  # even after its message: its part of the set is lost
+                    raise CheckerError(self._died(w))
+            waiting(sum(self.done))
+        return [got[w] for w in range(self.n)]
+
+    def _receive(self, w: int, tag: str) -> Any:
+        try:
+            got, meta, arrays = self.results[w].recv()
+        except EOFError:
+            raise CheckerError(self._died(w)) from None
+        if got == "out of memory":
+            raise MemoryError
+        if got == "failed":
+            raise CheckerError(f"BFS worker {w + 1} of {self.n} failed: {meta}")
+        assert got == tag, (got, tag)
+        return meta if tag == "level" else arrays
+
+    def _died(self, w: int) -> str:
+        process = self.processes[w]
+        process.join(1.0)
+        code = process.exitcode
+        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
+               else "ended" if code is None else f"exited with status {code}")
+        return (f"BFS worker {w + 1} of {self.n} (pid {process.pid}) {how} during a level; "
+                "the search stopped (run it again, or with fewer --workers if memory is short)")
+
+    def close(self) -> None:
+        """Kill every worker and reap it; the pool is then unusable. Idempotent."""
+        for process in self.processes:
+            if process.exitcode is None:
+                process.kill()
+        for process in self.processes:
+            process.join()
+        for channel in [*self.commands, *self.results]:
+            with contextlib.suppress(OSError):
+                channel.close()
+        self.processes, self.commands, self.results = [], [], []
+
+
+class _Ends:
+    """A worker's pipe ends: commands in, results out, and one pipe from and one to
+    each peer."""
+
+    def __init__(self, commands: int, results: int, inbound: dict[int, int],
+                 outbound: dict[int, int]):
+        self.commands, self.results = commands, results
+        self.inbound, self.outbound = inbound, outbound
+
+    def fds(self) -> set[int]:
+        return {self.commands, self.results, *self.inbound.values(), *self.outbound.values()}
+
+
+def _work(worker: _Worker, every: list[int], coordinator: int) -> None:
+    """A worker process's life: serve levels until the coordinator goes. Whatever goes
+    wrong is told to the coordinator, never printed."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):  # Linux: die with the coordinator
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != coordinator:
+        os._exit(1)
+    for fd in set(every) - worker.ends.fds():  # else a dead peer's pipe would never close
+        os.close(fd)
+    try:
+        worker.serve()
+    except (EOFError, BrokenPipeError):  # the coordinator or a peer is gone: so are we
+        pass
+    except MemoryError:
+        worker.tell("out of memory")
+    except BaseException as exc:  # noqa: BLE001 - reported by the coordinator
+        worker.tell("failed", f"{type(exc).__name__}: {exc}")
+    os._exit(0)
+
+
+class _Worker:
+    """One worker: its part of the visited set and of the frontier (with each state's
+    index in the whole frontier), and its pipes. Built before the fork, it refers to
+    the coordinator's visited set and frontier; `serve` (after it) takes its parts."""
+
+    def __init__(self, index: int, kernel: Kernel, visited: VisitedSet,
+                 frontier: list[np.ndarray], options: BfsOptions, ends: _Ends, done: Any):
+        self.index, self.kernel, self.ends, self.done = index, kernel, ends, done
+        self.n = options.workers
+        self.deadlock, self.batch_size = options.deadlock, options.batch_size
+        self.budget = options.dedup_budget
+        self.inherited: list[Any] = [visited, frontier]
+        self.visited = VisitedSet()
+        self.words: list[np.ndarray] = []
+        self.ranks = np.empty(0, dtype=np.int64)
+        self.outbox: queue.SimpleQueue = queue.SimpleQueue()  # to the coordinator, in order
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()  # (peer, message) from peers
+        self.sender: threading.Thread | None = None
+        self.peers: dict[int, _Channel] = {}
+        self.ended: set[int] = set()  # peers done routing this level's successors
+        self.early: dict[int, np.ndarray] = {}  # peers' new fingerprints of this level
+
+    def tell(self, tag: str, meta: Any = None) -> None:
+        """A last word to the coordinator, after what is queued for it."""
+        self.outbox.put((tag, meta, []))
+        self.outbox.put(None)
+        if self.sender is not None:
+            self.sender.join(5.0)
+
+    def serve(self) -> None:
+        """Take this worker's parts, then expand a level each time the coordinator says
+        "go"; its pipe's end (EOFError) ends the worker."""
+        self.sender = threading.Thread(
+            target=_send_all, args=(_Channel(self.ends.results, True), self.outbox),
+            daemon=True, name="ctmc-bfs-send")
+        self.sender.start()
+        layout = self.kernel.layout
+        visited, frontier = self.inherited
+        self.inherited.clear()
+        known = visited.to_array()
+        self.visited = VisitedSet(known[owners(known, self.n, layout.exact) == self.index])
+        own = owners(layout.fingerprints(frontier), self.n, layout.exact) == self.index
+        self.ranks = np.flatnonzero(own)
+        self.words = [w[own] for w in frontier]
+        del known, own, visited, frontier
+        for v, fd in self.ends.inbound.items():
+            threading.Thread(target=_receive, args=(v, _Channel(fd, False), self.inbox),
+                             daemon=True, name="ctmc-bfs-receive").start()
+        self.peers = {v: _Channel(fd, True) for v, fd in self.ends.outbound.items()}
+        commands = _Channel(self.ends.commands, False)
+        while True:
+            self.level()
+            commands.recv()  # "go"
+
+    def level(self) -> None:
+        """Expand this worker's states into the next level's: route successors to their
+        owners, deduplicate those it owns, find where they go in the whole level, and
+        queue the summary and the states for the coordinator."""
+        kernel, layout, n = self.kernel, self.kernel.layout, self.n
+        exact = layout.exact
+        A = kernel.n_actions
+        ranks = self.ranks
+        dedup = LevelDedup(self.visited, layout.n_words, layout.bits if exact else None,
+                           self.budget)
+        level = Level(np.zeros(A, dtype=np.int64))
+
+        def rekey(exp: Expansion) -> None:  # ranks grow with the index: minima stay minima
+            exp.gen = _rekey(exp.gen, ranks, A)
+            exp.deadlocked = ranks[exp.deadlocked]
+            if exp.guard_error is not None:
+                exp.guard_error = int(_rekey(np.array([exp.guard_error]), ranks, A)[0])
+            if exp.error is not None:
+                exp.error = int(_rekey(np.array([exp.error]), ranks, A)[0])
+            if exp.step_violation is not None:
+                key, prop = exp.step_violation
+                exp.step_violation = (int(_rekey(np.array([key]), ranks, A)[0]), prop)
+
+        def route(exp: Expansion) -> None:
+            fps = layout.fingerprints(exp.words)
+            owner = owners(fps, n, exact)
+            order = np.argsort(owner, kind="stable")  # a radix sort of small integers
+            cuts = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n))))
+            fps, gen = fps[order], exp.gen[order]
+            ws = [fps] if exact else [w[order] for w in exp.words]
+            for v in range(n):
+                a, b = cuts[v], cuts[v + 1]
+                if a == b:
+                    continue
+                if v == self.index:
+                    dedup.add(fps[a:b], gen[a:b], [w[a:b] for w in ws])
+                else:
+                    self.peers[v].send("part", None, [fps[a:b], gen[a:b],
+                                                      *([] if exact else [w[a:b] for w in ws])])
+
+        def between(done: int) -> None:
+            self.done[self.index] = done
+            self._take(dedup, exact, block=False)
+
+        expand_frontier(kernel, self.words, 0, self.deadlock, self.batch_size, level, route,
+                        between, rekey=rekey)
+        self.done[self.index] = len(self.words[0])
+        for channel in self.peers.values():
+            channel.send("end")
+        self._take(dedup, exact, block=True)
+        fps, gen, words = dedup.result()
+        level.count = len(fps)
+        level.bad = first_bad(kernel, words, gen, self.batch_size)
+        for channel in self.peers.values():  # where each owner's states fall
+            channel.send("fps", None, [fps])
+        while len(self.early) < n - 1:
+            v, message = self.inbox.get()
+            if message is None:
+                raise EOFError
+            self.early[v] = message[2][0]
+        places = np.arange(len(fps), dtype=np.int64)
+        for theirs in self.early.values():
+            if not len(theirs) or not len(fps) or theirs[0] > fps[-1]:
+                continue
+            places += len(theirs) if theirs[-1] < fps[0] else np.searchsorted(theirs, fps)
+        self.early.clear()
+        self.ended.clear()
+        self.outbox.put(("level", (level.summary(), self.visited.nbytes), []))
+        self.outbox.put(("states", None, [places, fps, gen, *([] if exact else words)]))
+        self.visited.add_sorted(fps)
+        self.ranks, self.words = places, words
+
+    def _take(self, dedup: LevelDedup, exact: bool, block: bool) -> None:
+        """Deduplicate the successors peers sent: until each has said "end" (`block`),
+        or while any are waiting. A peer's new fingerprints are kept for `level`."""
+        while len(self.ended) < self.n - 1:
+            try:
+                v, message = self.inbox.get(block)
+            except queue.Empty:
+                return
+            if message is None:
+                raise EOFError
+            tag, _, arrays = message
+            if tag == "end":
+                self.ended.add(v)
+            elif tag == "fps":
+                self.early[v] = arrays[0]
+            else:
+                dedup.add(arrays[0], arrays[1], [arrays[0]] if exact else arrays[2:])
+
+
+def _rekey(keys: np.ndarray, ranks: np.ndarray, n_actions: int) -> np.ndarray:
+    """Generation keys over a worker's own states as keys over the whole frontier."""
+    parents = keys // n_actions
+    return ranks[parents] * n_actions + (keys - parents * n_actions)
+
+
+def _send_all(channel: _Channel, outbox: queue.SimpleQueue) -> None:
+    """Write what the worker queues for the coordinator, in order; None: stop."""
+    with contextlib.suppress(OSError):
+        while (message := outbox.get()) is not None:
+            channel.send(*message)
+
+
+def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue) -> None:
+    """Hand each message from one peer to the worker's main thread; None: it is gone."""
+    try:
+        while True:
+            inbox.put((peer, channel.recv()))
+    except (EOFError, OSError):
+        inbox.put((peer, None))

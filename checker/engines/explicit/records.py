@@ -1,0 +1,49 @@
+"""Where each visited state came from, in as few bits as its level needs.
+
+A state of level d is reached from parent p (its index in level d-1) by action
+a; both are kept as one generation key p * n_actions + a, packed in the width
+of the level's largest key (rounded up to a nibble): 28 bits for a level of
+5 million states and 25 actions, where a uint32 parent and a uint16 action
+take 48. Traces walk these keys back to an initial state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from checker.engines.explicit.packed import PackedUInts
+
+
+class LevelRecords:
+    """Per level, each state's generation key (the initial level's are zeros)."""
+
+    def __init__(self, n_actions: int):
+        self.n_actions = n_actions
+        self.levels: list[PackedUInts] = []
+
+    def __len__(self) -> int:
+        return len(self.levels)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(level.nbytes for level in self.levels)
+
+    def append(self, gen: np.ndarray) -> None:
+        """Add a level from its generation keys (non-negative)."""
+        top = int(gen.max()) if len(gen) else 0
+        self.levels.append(PackedUInts(gen, top.bit_length()))
+
+    def append_parents(self, parents: np.ndarray, actions: np.ndarray) -> None:
+        """Add a level from parent indexes and action ids (as checkpoints hold them)."""
+        self.append(parents.astype(np.int64) * self.n_actions + actions.astype(np.int64))
+
+    def step(self, depth: int, index: int) -> tuple[int, int]:
+        """(parent index, action id) of state `index` of level `depth`."""
+        key = int(self.levels[depth].get(np.array([index]))[0])
+        return divmod(key, self.n_actions)
+
+    def parents_actions(self, depth: int, action_dtype: type[np.unsignedinteger]
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Level `depth` as uint32 parent indexes and `action_dtype` action ids."""
+        parent, action = np.divmod(self.levels[depth].decode(), np.uint64(self.n_actions))
+        return parent.astype(np.uint32), action.astype(action_dtype)

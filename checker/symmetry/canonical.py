@@ -1,0 +1,264 @@
+"""One representative per orbit, computed on whole batches of packed states.
+
+Two methods, chosen per scalarset (docs/decisions/0016-scalarset-canonical-form.md):
+
+* **Sorting members by signature** for a *simple* scalarset of 4 or more members
+  (fewer are cheaper to search): one whose variables
+  no other scalarset names, none of them both indexed by its members and holding
+  them. A member's signature is its own indexed fields followed by, for every slot
+  holding members, whether that slot holds it. Two members with equal signatures
+  are unreferenced and have equal data, so swapping them changes nothing; the
+  state rebuilt with members in signature order therefore depends only on the
+  orbit. Cost per state: a sort of k signatures and one pass per moved field.
+* **The smallest image** for the others: every group element's image, compared
+  as packed words (word 0 first), keeping the least. Cost per state: one pass per
+  moved field for each of the k! elements.
+
+Simple scalarsets are sorted first, then the smallest image is taken over the
+elements that permute only the others: since the two kinds touch disjoint
+variables, the result is still one state per orbit. No Python loop per state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from checker.lang.machine import Machine, Scalarset
+from checker.packing import U64, Layout
+from checker.symmetry.group import SymmetryGroup
+
+SORT_FROM = 4  # members: below, trying all k! images is cheaper (bench/canonical_form.py)
+
+
+@dataclass(frozen=True)
+class _Move:
+    """Destination field at `offset` of word `word` takes source slot `src`'s raw
+    value, renamed by `table` (indexed by raw value, giving the new raw value) if any."""
+
+    word: int
+    offset: np.uint64
+    src: int
+    table: np.ndarray | None
+
+
+_Plan = tuple[list[np.uint64], list[_Move]]  # bits each word keeps, fields it rewrites
+
+
+class Canonicalizer:
+    """Maps packed states to their orbit's representative."""
+
+    def __init__(self, group: SymmetryGroup, layout: Layout, method: str = "auto"):
+        """`method`: "auto" sorts the simple scalarsets of SORT_FROM members or more,
+        "sort" every simple one, "search" none (the last two to compare the methods)."""
+        self.group = group
+        self.layout = layout
+        least = {"auto": SORT_FROM, "sort": 0, "search": None}[method]
+        simple = [s for s in group.scalarsets if least is not None
+                  and len(s.members) >= least and _is_simple(s, group.scalarsets)]
+        self._sorts = [_SignatureSort(s, group.machine, layout) for s in simple]
+        sorted_sets = [i for i, s in enumerate(group.scalarsets) if s in simple]
+        self._searched = [e for e, element in enumerate(group.elements)
+                          if e and all(element.perms[i] == tuple(range(len(element.perms[i])))
+                                       for i in sorted_sets)]
+        self._plans: dict[int, _Plan] = {}
+
+    @property
+    def method(self) -> str:
+        """How representatives are chosen, for the record of a run."""
+        parts = [f"{s.sset.name} by sorted signature" for s in self._sorts]
+        if self._searched:
+            parts.append(f"smallest of {len(self._searched) + 1} images")
+        return "; ".join(parts)
+
+    def canonical(self, words: list[np.ndarray]) -> list[np.ndarray]:
+        """The representative of each state of the batch."""
+        if not len(words[0]):
+            return words
+        for sort in self._sorts:
+            words = sort.apply(words)
+        if not self._searched:
+            return words
+        best = words
+        raw = self._raw(words, self._searched)
+        for e in self._searched:
+            image = self._image(words, raw, e)
+            smaller = _lex_less(image, best)
+            if smaller.any():
+                best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
+        return best
+
+    def element_to_representative(self, words: list[np.ndarray]) -> int:
+        """For a batch of one state: the first group element mapping it to its
+        representative (used to lift a counterexample, never per search state)."""
+        target = self.canonical(words)
+        for e in range(len(self.group)):
+            if all((a == b).all() for a, b in zip(self.permute(words, e), target, strict=True)):
+                return e
+        raise AssertionError("a representative lies outside its orbit")
+
+    def permute(self, words: list[np.ndarray], element: int) -> list[np.ndarray]:
+        """Every state of the batch moved by one group element."""
+        if element == 0:
+            return [w.copy() for w in words]
+        return self._image(words, self._raw(words, [element]), element)
+
+    # -- the smallest image --------------------------------------------------------
+    def _plan(self, element: int) -> _Plan:
+        plan = self._plans.get(element)
+        if plan is None:
+            plan = self._plans[element] = _compile(self.group.elements[element], self.layout)
+        return plan
+
+    def _raw(self, words: list[np.ndarray], elements: list[int]) -> dict[int, np.ndarray]:
+        """Each source field the elements move, extracted once per batch."""
+        raw = {}
+        for e in elements:
+            for mv in self._plan(e)[1]:
+                if mv.src not in raw:
+                    f = self.layout.fields[mv.src]
+                    raw[mv.src] = (words[f.word] >> U64(f.offset)) & U64(f.mask)
+        return raw
+
+    def _image(self, words: list[np.ndarray], raw: dict[int, np.ndarray],
+               element: int) -> list[np.ndarray]:
+        keep, moves = self._plan(element)
+        image = [w & kw for w, kw in zip(words, keep, strict=True)]
+        for mv in moves:
+            v = raw[mv.src]
+            if mv.table is not None:
+                v = mv.table[v]
+            image[mv.word] |= v << mv.offset
+        return image
+
+
+def _compile(element, layout: Layout) -> _Plan:
+    keep = [(1 << 64) - 1] * layout.n_words
+    moves = []
+    for j, s in enumerate(element.src):
+        f = layout.fields[j]
+        table = element.tables.get(j)
+        if (s == j and table is None) or not f.bits:
+            continue
+        keep[f.word] &= ~(f.mask << f.offset)
+        raw_table = None if table is None else (table - f.lo).astype(U64)
+        moves.append(_Move(f.word, U64(f.offset), int(s), raw_table))
+    return [U64(k) for k in keep], moves
+
+
+def _is_simple(sset: Scalarset, everyone: list[Scalarset]) -> bool:
+    """No other scalarset names its variables, none is both indexed and valued by it,
+    and none is indexed by it on two axes."""
+    indexed = {v for v, _ in sset.index}
+    others = {v for s in everyone if s is not sset for v in [*(x for x, _ in s.index),
+                                                             *s.values]}
+    return (not ((indexed | set(sset.values)) & others) and not indexed & set(sset.values)
+            and all(len(axes) == 1 for _, axes in sset.index))
+
+
+class _SignatureSort:
+    """Rebuilds states with one simple scalarset's members in signature order.
+
+    Works on one column of raw values per (member, field): members are ranked by
+    comparing signatures pairwise (k is small, so k^2 whole-array comparisons beat
+    a per-row sort), then each output position picks its member's fields.
+    """
+
+    def __init__(self, sset: Scalarset, machine: Machine, layout: Layout):
+        self.sset = sset
+        self.layout = layout
+        k = len(sset.members)
+        paths = [path for v in machine.vars for path, _ in v.type.leaves()]
+        # cells[f][i]: the slot of member i's f-th own field, in one order for all members
+        features: dict[tuple, list[int]] = {}
+        axes = dict(sset.index)
+        for slot in machine.slots:
+            if slot.var not in axes or not layout.fields[slot.index].bits:
+                continue
+            path = list(paths[slot.index])
+            ints = [p for p, step in enumerate(path) if isinstance(step, int)]
+            member = path[ints[axes[slot.var][0]]]
+            if member not in sset.members:
+                continue  # a cell of no member (past the members on a longer axis)
+            path[ints[axes[slot.var][0]]] = None
+            features.setdefault((slot.var, tuple(path)), [0] * k)[
+                sset.members.index(member)] = slot.index
+        self.cells = list(features.values())
+        self.value_slots = [s.index for s in machine.slots
+                            if s.var in sset.values and layout.fields[s.index].bits]
+        self.members = np.array(sset.members, dtype=np.int64)
+        # raw value -> the member position it names, or -1 (per value slot)
+        self.positions: list[np.ndarray] = []
+        for index in self.value_slots:
+            f = layout.fields[index]
+            table = np.full(f.mask + 1, -1, dtype=np.int64)
+            for i, m in enumerate(sset.members):
+                if 0 <= m - f.lo <= f.mask:
+                    table[m - f.lo] = i
+            self.positions.append(table)
+        keep = [(1 << 64) - 1] * layout.n_words
+        for index in [s for row in self.cells for s in row] + self.value_slots:
+            f = layout.fields[index]
+            keep[f.word] &= ~(f.mask << f.offset)
+        self.keep = [U64(x) for x in keep]
+
+    def apply(self, words: list[np.ndarray]) -> list[np.ndarray]:
+        k, fields = len(self.members), self.layout.fields
+        own = [[self._raw(words, s) for s in row] for row in self.cells]
+        held = [table[self._raw(words, s)] for s, table in zip(self.value_slots,
+                                                               self.positions, strict=True)]
+        keys = [_signature(own, held, [fields[row[0]].bits for row in self.cells], i)
+                for i in range(k)]
+        rank = [sum((_lex_less(keys[j], keys[i]) if j > i else ~_lex_less(keys[i], keys[j])
+                     for j in range(k) if j != i), np.zeros(len(words[0]), dtype=np.int64))
+                for i in range(k)]
+        source = np.zeros((k, len(words[0])), dtype=np.int64)  # source[p]: member at p
+        for i, r in enumerate(rank):
+            np.put_along_axis(source, r[None, :], i, axis=0)
+        out = [w & kw for w, kw in zip(words, self.keep, strict=True)]
+        for row, columns in zip(self.cells, own, strict=True):
+            for p, slot in enumerate(row):
+                self._write(out, slot, np.choose(source[p], columns))
+        ranks = np.stack(rank)
+        for slot, position in zip(self.value_slots, held, strict=True):
+            is_member = position >= 0
+            renamed = self.members[np.take_along_axis(
+                ranks, np.maximum(position, 0)[None, :], axis=0)[0]]
+            old = self._raw(words, slot).astype(np.int64) + fields[slot].lo
+            self._write(out, slot, (np.where(is_member, renamed, old)
+                                    - fields[slot].lo).astype(U64))
+        return out
+
+    def _raw(self, words: list[np.ndarray], slot: int) -> np.ndarray:
+        f = self.layout.fields[slot]
+        return (words[f.word] >> U64(f.offset)) & U64(f.mask)
+
+    def _write(self, words: list[np.ndarray], slot: int, raw: np.ndarray) -> None:
+        f = self.layout.fields[slot]
+        words[f.word] |= raw << U64(f.offset)
+
+
+def _signature(own: list[list[np.ndarray]], held: list[np.ndarray], bits: list[int],
+               member: int) -> list[np.ndarray]:
+    """Member `member`'s signature as uint64 keys, most significant first: its own
+    fields, then one bit per slot holding members (set where it holds this one)."""
+    keys: list[np.ndarray] = []
+    used = 64
+    fields = [(columns[member], b) for columns, b in zip(own, bits, strict=True)] + \
+        [((position == member).astype(U64), 1) for position in held]
+    for column, b in fields:
+        if used + b > 64:
+            keys.append(np.zeros(len(column), dtype=U64))
+            used = 0
+        keys[-1] = (keys[-1] << U64(b)) | column
+        used += b
+    return keys
+
+
+def _lex_less(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
+    """Per lane: the words `a` compare below `b`, word 0 first."""
+    less = a[-1] < b[-1]
+    for x, y in zip(reversed(a[:-1]), reversed(b[:-1]), strict=True):
+        less = (x < y) | ((x == y) & less)
+    return less

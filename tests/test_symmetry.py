@@ -1,0 +1,220 @@
+"""Symmetry reduction: orbit counts by brute force, checked declarations, concrete traces.
+
+The oracle for the reduced search: explore every state with the naive scalar BFS,
+then map each state to its orbit by trying every permutation of the group (the
+smallest image as a tuple) and count distinct orbits. The engine must store
+exactly that many states, with the same diameter and verdict.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from checker.backends.scalar import ScalarMachine  # noqa: E402
+from checker.engines.explicit.bfs import BfsOptions, check  # noqa: E402
+from checker.errors import SpecError  # noqa: E402
+from checker.lang import Array, Int, Spec  # noqa: E402
+from checker.lang.machine import Machine  # noqa: E402
+from checker.models import build_machine, list_models, load_model  # noqa: E402
+from checker.packing import Layout  # noqa: E402
+from checker.symmetry.canonical import Canonicalizer  # noqa: E402
+from checker.symmetry.group import SymmetryGroup  # noqa: E402
+from checker.symmetry.verify import check_symmetry  # noqa: E402
+from checker.traces.itf import write_trace  # noqa: E402
+from checker.traces.replay import check_trace  # noqa: E402
+from tests.specs.locks import LOCKS, WRONG  # noqa: E402
+
+MODELS = ROOT / "models"
+
+
+def reachable(machine: Machine) -> tuple[set[tuple[int, ...]], int]:
+    """Every reachable state (constraints kept) and the diameter, by plain BFS."""
+    scalar = ScalarMachine(machine)
+    seen = {s: 0 for s in machine.init_states if scalar.within_constraints(s)}
+    queue = deque(seen)
+    while queue:
+        s = queue.popleft()
+        for _, t in scalar.successors(s):
+            if t not in seen and scalar.within_constraints(t):
+                seen[t] = seen[s] + 1
+                queue.append(t)
+    return set(seen), max(seen.values())
+
+
+def orbits(machine: Machine, states: set[tuple[int, ...]]) -> int:
+    group = SymmetryGroup(machine)
+    return len({min(group.apply(e, s) for e in range(len(group))) for s in states})
+
+
+def tracker_small() -> Machine:
+    return build_machine(load_model("tracker_small", MODELS), {})
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LOCKS.instantiate(),
+    lambda: LOCKS.instantiate({"clients": 4, "servers": 2}),
+    tracker_small,
+    lambda: build_machine(load_model("tracker_heap", MODELS), {}),
+], ids=["locks-3x2", "locks-4x2", "tracker_small", "tracker_heap"])
+def test_reduced_count_is_the_brute_force_orbit_count(make):
+    machine = make()
+    states, diameter = reachable(machine)
+    plain = check(machine, BfsOptions(deadlock=False))
+    reduced = check(machine, BfsOptions(deadlock=False, symmetry=True))
+    assert plain.stats["distinct_states"] == len(states)
+    assert reduced.stats["distinct_states"] == orbits(machine, states) < len(states)
+    assert reduced.stats["diameter"] == plain.stats["diameter"] == diameter
+    assert reduced.outcome == plain.outcome == "holds"
+
+
+@pytest.mark.parametrize("method", ["sort", "search"])
+@pytest.mark.parametrize("make", [
+    tracker_small,
+    lambda: build_machine(load_model("tracker_heap", MODELS), {"requests": 4}),
+    lambda: LOCKS.instantiate(),
+], ids=["tracker_small", "tracker_heap-4", "locks"])
+def test_each_method_maps_reachable_states_to_one_per_orbit(make, method):
+    """Reachable states have ties (members with equal data) that random ones rarely do."""
+    machine = make()
+    states, _ = reachable(machine)
+    layout = Layout(machine)
+    words = layout.pack_batch(np.array(sorted(states)))
+    reps = Canonicalizer(SymmetryGroup(machine), layout, method).canonical(words)
+    distinct = len(set(zip(*(w.tolist() for w in reps), strict=True)))
+    assert distinct == orbits(machine, states)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LOCKS.instantiate({"clients": 4, "servers": 3}),
+    lambda: build_machine(load_model("tracker_small", MODELS), {"requests": 5}),
+    lambda: build_machine(load_model("log_driven_core", MODELS), {"reads": 2}),
+], ids=["locks-searched", "tracker-sorted", "log_driven-sorted-and-searched"])
+def test_the_representative_depends_only_on_the_orbit(make):
+    """On random in-type states: every image of a state has the same representative,
+    and it is one of those images."""
+    machine = make()
+    layout = Layout(machine)
+    group = SymmetryGroup(machine)
+    canon = Canonicalizer(group, layout)
+    rng = np.random.default_rng(7)
+    cols = np.stack([rng.integers(s.lo, s.hi + 1, size=200) for s in machine.slots], axis=1)
+    words = layout.pack_batch(cols)
+    reps = canon.canonical(words)
+    images = [canon.permute(words, e) for e in range(len(group))]
+    for image in images:
+        assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
+    in_orbit = np.zeros(len(cols), dtype=bool)
+    for image in images:
+        in_orbit |= np.logical_and.reduce([a == b for a, b in zip(image, reps, strict=True)])
+    assert in_orbit.all()
+    for i in range(0, len(cols), 37):
+        one = [w[i:i + 1] for w in words]
+        element = canon.element_to_representative(one)
+        assert [int(w[0]) for w in canon.permute(one, element)] == [int(w[i]) for w in reps]
+
+
+def test_a_wrong_declaration_is_refused_naming_the_variable():
+    with pytest.raises(SpecError, match="scalarset Server is not a symmetry: swapping its "
+                                        "members 0 and 1 changes invariant OwnerHolds .*; "
+                                        "it reads target, which"):
+        check_symmetry(WRONG.instantiate())
+
+
+def test_the_declarations_in_the_repository_hold():
+    report = check_symmetry(LOCKS.instantiate())
+    assert report.reachable > 0 and report.random > 0
+    check_symmetry(tracker_small())
+
+
+def test_an_undeclared_variable_is_one_line():
+    spec = Spec("bad_scalarset")
+
+    @spec.build
+    def _(m, p):
+        m.var("x", Array(Int(0, 1), 2), init=0)
+        m.scalarset("Node", 2, index={"y": 0})
+
+        @m.action()
+        def step(s):
+            s.x[0] = 1
+
+    with pytest.raises(SpecError, match=r"scalarset Node: no state variable named 'y'") as exc:
+        spec.instantiate()
+    assert "\n" not in str(exc.value)
+
+
+def test_counterexamples_are_concrete_shortest_and_deterministic(tmp_path):
+    machine = build_machine(load_model("mutation_reset_cur_on_prev_exit", MODELS), {})
+    plain = check(machine, BfsOptions(deadlock=False))
+    reduced = [check(machine, BfsOptions(deadlock=False, symmetry=True)) for _ in range(2)]
+    assert plain.violation is not None
+    for r in reduced:
+        assert r.violation is not None and r.violation.name == plain.violation.name
+        assert len(r.violation.trace) == len(plain.violation.trace)
+        assert r.stats["distinct_states"] < plain.stats["distinct_states"]
+    a, b = (r.violation.trace for r in reduced)
+    assert a.states == b.states and [x and x.label for x in a.actions] == \
+        [x and x.label for x in b.actions]
+    path = tmp_path / "trace.itf.json"
+    write_trace(a, path)
+    _, found = check_trace(path)
+    assert plain.violation.name in found
+
+
+def _declaring_models() -> list[Path]:
+    return [p for p in list_models(MODELS)
+            if build_machine(load_model(p, MODELS)).scalarsets]
+
+
+@pytest.mark.parametrize("path", _declaring_models(), ids=lambda p: p.stem)
+def test_every_declaration_in_the_models_is_a_symmetry(path: Path):
+    report = check_symmetry(build_machine(load_model(path, MODELS)))
+    assert report.reachable > 100 and report.random > 100
+
+
+def test_a_reduced_search_stopped_mid_level_resumes_alike(tmp_path):
+    """Checkpoints keep representatives; a resumed reduced search reports what an
+    uninterrupted one does, counterexample included."""
+    from tests.test_checkpoints import _SignalMidLevel, figures
+
+    machine = lambda: build_machine(load_model("mutation_reset_cur_on_prev_exit", MODELS), {})  # noqa: E731
+    want = figures(check(machine(), BfsOptions(deadlock=False, symmetry=True)))
+    folder = tmp_path / "ckpt"
+
+    def options(**more) -> BfsOptions:
+        return BfsOptions(deadlock=False, symmetry=True, checkpoint_dir=str(folder),
+                          batch_size=3, checkpoint_every=0, progress_seconds=0,
+                          resume=folder.exists(), **more)
+
+    stops = 0
+    for n in (2, 4, 7):
+        try:
+            got = check(machine(), options(progress=_SignalMidLevel(n)))
+        except KeyboardInterrupt:
+            stops += 1
+            continue
+        break
+    else:
+        got = check(machine(), options())
+    assert stops >= 2
+    assert figures(got) == want
+
+
+def test_a_checkpoint_without_symmetry_is_not_resumed_with_it(tmp_path):
+    from checker.errors import CheckerError
+
+    machine = tracker_small()
+    folder = tmp_path / "ckpt"
+    check(machine, BfsOptions(deadlock=False, checkpoint_dir=str(folder), max_depth=3))
+    with pytest.raises(CheckerError, match=r"another search \(symmetry is "):
+        check(machine, BfsOptions(deadlock=False, checkpoint_dir=str(folder), max_depth=3,
+                                  resume=True, symmetry=True))
