@@ -395,13 +395,17 @@ def _build(m, p):
     m.var("wts", Array(Int(0, wts_hi), n), init=0,
           doc="write ts of a tracked or buffered request (0 otherwise)")
     rules.declare(m, ts_hi)
-    m.var("buf", Array(Int(0, n - 1), n), init=0,
-          doc="the proposal buffer: request ids in flush order (0 past buflen)")
+    m.var("buf", Array(Int(NIL, n - 1), n), init=NIL,
+          doc="the proposal buffer: request ids in flush order (-1 past buflen)")
     m.var("buflen", Int(0, n), init=0, doc="how many requests are buffered")
     m.var("closed", Int(NIL, ts_hi), init=NIL,
           doc="the range's closed ts: carried by the last flushed proposal")
     m.var("closed_hi", Int(NIL, ts_hi), init=NIL, ghost=True,
           doc="the highest closed ts carried so far")
+    # requests are interchangeable: nothing in the rules looks at a request's id
+    m.scalarset("Request", n, index={"phase": 0, "wts": 0,
+                                     **({"bucket": 0} if rules.buckets else {})},
+                values=["buf"])
 
     @m.action()
     def tick(s):
@@ -432,7 +436,7 @@ def _build(m, p):
         s.closed_hi = Max(s.closed_hi, carried)
         for i in range(n - 1):
             s.buf[i] = s.buf[i + 1]
-        s.buf[n - 1] = 0
+        s.buf[n - 1] = NIL
         s.buflen = s.buflen - 1
 
     @m.step_invariant

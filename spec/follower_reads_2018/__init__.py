@@ -31,7 +31,7 @@ from checker.lang import And, Int, Spec
 from spec.follower_reads_2018 import epochs, reads, structure, transport, views, window, writes
 from spec.follower_reads_2018.narration import narrate
 from spec.follower_reads_2018.parts import NONE, ORIGIN, V1
-from spec.log_driven import follower_reads, raft
+from spec.log_driven import follower_reads, raft, symmetry
 from spec.log_driven.parts import Ctx
 
 FOLLOWER_READS_2018 = Spec("follower_reads_2018", doc=(
@@ -131,6 +131,9 @@ def _build(m, p):
     reads.add(m, ctx, v)
     follower_reads.add(m, p, ctx)
     window.add(m, ctx, v)
+    # write and read slots are interchangeable as in the log-driven spec, with the
+    # 2018 design's own per-write state (its MPT's tracking, the epoch it tracked under)
+    symmetry.add(m, ctx, {"wepoch": 0, "worigin": 0, "wmpt": 0, "wleft": 0})
     _liveness(m, v)
     m.narrate(narrate)
     m.view(views.lanes, views.tables, views.events)

@@ -26,7 +26,7 @@ from typing import Any
 
 from checker.lang import And, ForAll, If, Max, Or, require
 from spec.follower_reads_2018.parts import NONE, V1
-from spec.log_driven.parts import Ctx, WPhase
+from spec.log_driven.parts import NIL, Ctx, WPhase
 
 
 def _all_positive(s: Any, locs: list) -> Any:
@@ -96,7 +96,7 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
                 s.has[n][w] = If(gone, False, s.has[n][w])
         for i in range(L - 1):
             s.log[0][i] = s.log[0][i + 1]
-        s.log[0][L - 1] = 0
+        s.log[0][L - 1] = NIL
         s.loglen[0] = s.loglen[0] - 1
         for n in range(N):
             s.applied[0][n] = s.applied[0][n] - 1

@@ -35,6 +35,7 @@ from spec.log_driven import (
     restarts,
     side_transport,
     splits,
+    symmetry,
     views,
 )
 from spec.log_driven.narration import narrate
@@ -283,6 +284,7 @@ def _build(m, p):
     follower_reads.add(m, p, ctx)
     follower_reads.add_claims_invariant(m, ctx)
     lemmas.add(m, p, ctx)
+    symmetry.add(m, ctx, followers=not (p.side_transport and p.senders > 1))
     m.narrate(narrate)
     m.view(views.lanes, views.tables, views.events)
 

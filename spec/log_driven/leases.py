@@ -245,7 +245,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
             s.wphase[w] = If(stranded, WPhase.failed, s.wphase[w])
         tracker.reset(s, g, moved)
         for i in range(ctx.buffer_len):
-            s.buf[g][i] = If(moved, 0, s.buf[g][i])
+            s.buf[g][i] = If(moved, NIL, s.buf[g][i])
         s.buflen[g] = If(moved, 0, s.buflen[g])
 
     ctx.hooks["apply_lease"] = apply_lease

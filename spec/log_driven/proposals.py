@@ -60,8 +60,9 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
     m.var("assigned_closed", Array(Int(NIL, ctx.closed_hi), G), init=NIL,
           doc="each range's leaseholder: its assigned closed ts, the write floor")
     B = ctx.buffer_len
-    m.var("buf", Array(Array(Int(0, B - 1), B), G), init=0,
-          doc="proposal buffers, flush order: a proposal, or P + j - 2 for lease command j")
+    m.var("buf", Array(Array(Int(NIL, B - 1), B), G), init=NIL,
+          doc="proposal buffers, flush order: a proposal, or P + j - 2 for lease command j "
+              "(-1 past buflen)")
     m.var("buflen", Array(Int(0, B), G), init=0, doc="how many commands are buffered")
     tracker.declare(m)
     floor_on_track = not ctx.mutated("NoFloorOnTrack")
@@ -203,7 +204,7 @@ def shift_buffer(s: Any, ctx: Ctx, g: int) -> None:
     B = ctx.buffer_len
     for i in range(B - 1):
         s.buf[g][i] = s.buf[g][i + 1]
-    s.buf[g][B - 1] = 0
+    s.buf[g][B - 1] = NIL
     s.buflen[g] = s.buflen[g] - 1
 
 

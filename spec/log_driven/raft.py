@@ -30,8 +30,9 @@ from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range, lease_base
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     W, P, L, N, C, G = (ctx.writes, ctx.props, ctx.log_len, ctx.nodes, ctx.lease_changes,
                         ctx.ranges)
-    m.var("log", Array(Array(Int(0, P + C - 1), L), G), init=0,
-          doc="each range's Raft log: a proposal's id, or P + j - 2 for lease command j")
+    m.var("log", Array(Array(Int(NIL, P + C - 1), L), G), init=NIL,
+          doc="each range's Raft log: a proposal's id, or P + j - 2 for lease command j "
+              "(-1 past loglen)")
     m.var("loglen", Array(Int(0, L), G), init=0, doc="entries in each log")
     m.var("appended", Array(Int(0, 2), P), init=0, doc="how often each proposal was appended")
     m.var("applied", Array(Array(Int(0, L), N), G), init=0,
