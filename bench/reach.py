@@ -39,8 +39,7 @@ def run_one(name: str, symmetry: bool, workers: int) -> dict:
     baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = run(machine, BfsOptions(deadlock=model.engine["deadlock"],
                                      max_depth=model.engine["max_depth"] or None,
-                                     symmetry=symmetry, workers=workers,
-                                     workers_from=1 if workers > 1 else 50_000))
+                                     symmetry=symmetry, workers=workers))
     stats = result.stats
     return {"expectation": result.expectation, "states": stats["distinct_states"],
             "seconds": stats["seconds"], "bytes_per_state": stats["bytes_per_state"],
