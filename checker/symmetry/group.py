@@ -10,6 +10,7 @@ then in the order of `itertools.product` over each scalarset's permutations, so
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from checker.errors import SpecError
 from checker.lang.machine import Machine, Scalarset
 
-MAX_ELEMENTS = 720  # 6! : canonicalising tries every element (docs/decisions/0016)
+MAX_ELEMENTS = 720  # 6!: the smallest-image method and lifting traces list every element
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,6 @@ class Element:
     perms: tuple[tuple[int, ...], ...]
     src: np.ndarray
     tables: dict[int, np.ndarray]
-
-    @property
-    def is_identity(self) -> bool:
-        return all(p == tuple(range(len(p))) for p in self.perms)
 
     def apply(self, state: tuple[int, ...], lows: list[int]) -> tuple[int, ...]:
         """This permutation of one state (slot values, with each slot's lower bound)."""
@@ -55,7 +52,7 @@ class SymmetryGroup:
         self.scalarsets = machine.scalarsets
         size = 1
         for sset in self.scalarsets:
-            size *= _factorial(len(sset.members))
+            size *= math.factorial(len(sset.members))
         if size > MAX_ELEMENTS:
             names = ", ".join(f"{s.name} ({len(s.members)} members)" for s in self.scalarsets)
             raise SpecError(f"spec {machine.spec_name}: "
@@ -110,13 +107,6 @@ class SymmetryGroup:
             if (table != values).any():
                 tables[slot.index] = table
         return Element(perms, src, tables)
-
-
-def _factorial(k: int) -> int:
-    out = 1
-    for i in range(2, k + 1):
-        out *= i
-    return out
 
 
 def _axes(sset: Scalarset, var: str) -> tuple[int, ...]:
