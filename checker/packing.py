@@ -83,10 +83,13 @@ class Layout:
                 words[f.word] |= (states[:, j] - f.lo).astype(U64) << U64(f.offset)
         return words
 
-    def unpack_slot(self, words: list[np.ndarray], j: int) -> np.ndarray:
+    def raw_slot(self, words: list[np.ndarray], j: int) -> np.ndarray:
+        """Slot j's stored bits (its value minus its lower bound), as uint64."""
         f = self.fields[j]
-        raw = (words[f.word] >> U64(f.offset)) & U64(f.mask)
-        return raw.astype(np.int64) + f.lo
+        return (words[f.word] >> U64(f.offset)) & U64(f.mask)
+
+    def unpack_slot(self, words: list[np.ndarray], j: int) -> np.ndarray:
+        return self.raw_slot(words, j).astype(np.int64) + self.fields[j].lo
 
     def fingerprints(self, words: list[np.ndarray]) -> np.ndarray:
         if self.exact:

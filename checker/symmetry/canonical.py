@@ -117,8 +117,7 @@ class Canonicalizer:
         for e in elements:
             for mv in self._plan(e)[1]:
                 if mv.src not in raw:
-                    f = self.layout.fields[mv.src]
-                    raw[mv.src] = (words[f.word] >> U64(f.offset)) & U64(f.mask)
+                    raw[mv.src] = self.layout.raw_slot(words, mv.src)
         return raw
 
     def _image(self, words: list[np.ndarray], raw: dict[int, np.ndarray],
@@ -205,8 +204,8 @@ class _SignatureSort:
 
     def apply(self, words: list[np.ndarray]) -> list[np.ndarray]:
         k, fields = len(self.members), self.layout.fields
-        own = [[self._raw(words, s) for s in row] for row in self.cells]
-        held = [table[self._raw(words, s)] for s, table in zip(self.value_slots,
+        own = [[self.layout.raw_slot(words, s) for s in row] for row in self.cells]
+        held = [table[self.layout.raw_slot(words, s)] for s, table in zip(self.value_slots,
                                                                self.positions, strict=True)]
         keys = [_signature(own, held, [fields[row[0]].bits for row in self.cells], i)
                 for i in range(k)]
@@ -225,14 +224,10 @@ class _SignatureSort:
             is_member = position >= 0
             renamed = self.members[np.take_along_axis(
                 ranks, np.maximum(position, 0)[None, :], axis=0)[0]]
-            old = self._raw(words, slot).astype(np.int64) + fields[slot].lo
+            old = self.layout.unpack_slot(words, slot)
             self._write(out, slot, (np.where(is_member, renamed, old)
                                     - fields[slot].lo).astype(U64))
         return out
-
-    def _raw(self, words: list[np.ndarray], slot: int) -> np.ndarray:
-        f = self.layout.fields[slot]
-        return (words[f.word] >> U64(f.offset)) & U64(f.mask)
 
     def _write(self, words: list[np.ndarray], slot: int, raw: np.ndarray) -> None:
         f = self.layout.fields[slot]

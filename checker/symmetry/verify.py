@@ -52,7 +52,7 @@ def check_symmetry(machine: Machine, reachable: int = 2000, random: int = 2000,
     kernel = Kernel(machine)
     canon = Canonicalizer(group, kernel.layout)
     checker = _Checker(machine, kernel, canon)
-    init = _pack(kernel, machine.init_states)
+    init = kernel.layout.pack_batch(np.array(machine.init_states, dtype=np.int64))
     samples = [("an initial state", init),
                ("a reachable state", _reachable(kernel, init, reachable)),
                ("a random in-type state", _random_states(machine, kernel, random, seed))]
@@ -212,11 +212,6 @@ def _same_rows(parents_a: np.ndarray, words_a: list[np.ndarray], parents_b: np.n
     a = np.stack([parents_a.astype(U64), *words_a])
     b = np.stack([parents_b.astype(U64), *words_b])
     return bool((a[:, np.lexsort(a[::-1])] == b[:, np.lexsort(b[::-1])]).all())
-
-
-def _pack(kernel: Kernel, states: list[tuple[int, ...]]) -> list[np.ndarray]:
-    packed = np.array([kernel.layout.pack(s) for s in states], dtype=U64).reshape(len(states), -1)
-    return [packed[:, w].copy() for w in range(kernel.layout.n_words)]
 
 
 def _reachable(kernel: Kernel, init: list[np.ndarray], limit: int) -> list[np.ndarray]:

@@ -133,14 +133,14 @@ class Kernel:
         def read(j: int) -> np.ndarray:
             got = cache.get(j)
             if got is None:
-                f = layout.fields[j]
-                raw = (words[f.word] >> U64(f.offset)) & U64(f.mask)
+                raw = layout.raw_slot(words, j)
                 if j in bools:
                     got = raw.astype(bool)
                 else:
                     got = raw.astype(dtype)
-                    if f.lo:
-                        got += dtype.type(f.lo)
+                    lo = layout.fields[j].lo
+                    if lo:
+                        got += dtype.type(lo)
                 cache[j] = got
             return got
 
