@@ -515,7 +515,8 @@ def _settle(search: _Search, level: Level, started: float) -> _Found | None:
 def _commit_level(search: _Search, new_fp: np.ndarray, new_gen: np.ndarray,
                   new_words: list[np.ndarray]) -> None:
     """Append a level of new states (sorted by fingerprint, with their canonical
-    generation keys): the one place that writes the parent and action records."""
+    generation keys): where every level after the initial one (`_initial_level`)
+    writes its parent and action records."""
     assert search.new_states is not None
     A = search.kernel.n_actions
     search.frontier = new_words
