@@ -35,6 +35,17 @@ def test_packed_uints_give_back_every_value(bits):
     assert packed.nbytes <= len(values) * (-(-bits // 4) * 4) / 8 + 1
 
 
+@pytest.mark.parametrize("bits", [4, 12, 44, 64])
+def test_packed_uints_encode_across_chunks(monkeypatch, bits):
+    """Values are encoded a chunk at a time: an odd count over several chunks."""
+    monkeypatch.setattr("checker.engines.explicit.packed._CHUNK", 8)
+    rng = np.random.default_rng(bits + 1)
+    values = _random(rng, 37, bits)
+    packed = PackedUInts(values, bits)
+    assert np.array_equal(packed.decode(), values)
+    assert np.array_equal(packed.get(np.arange(37)), values)
+
+
 def _check(members: np.ndarray, extra: np.ndarray, max_run: int) -> None:
     """Build from half the members, add the other half, querying all along."""
     first, second = members[::2], members[1::2]
@@ -111,14 +122,16 @@ def test_records_give_back_parent_and_action():
     assert records.nbytes < 500 * 2  # 3 * 25 keys: 8 bits a state
 
 
-@pytest.mark.parametrize("exact", [False, True])
-def test_level_dedup_keeps_each_new_state_once_with_its_smallest_key(exact):
+@pytest.mark.parametrize("exact,n_words", [(False, 2), (False, 0), (True, 1)],
+                         ids=["hashed", "hashed-keys-only", "exact"])
+def test_level_dedup_keeps_each_new_state_once_with_its_smallest_key(exact, n_words):
     """Chunks sharing states, some already visited, many folds per part: against a
-    dictionary of each unvisited fingerprint's smallest key."""
+    dictionary of each unvisited fingerprint's smallest key. With `n_words` 0 no word
+    is held (the caller rebuilds them from the keys)."""
     rng = np.random.default_rng(5 + exact)
     pool = np.unique(_random(rng, 6_000, 40 if exact else 64))
     visited = VisitedSet(pool[::3].copy(), max_run=256)  # several segments, so many parts
-    dedup = LevelDedup(visited, 1 if exact else 2, 40 if exact else None, budget=64)
+    dedup = LevelDedup(visited, n_words, 40 if exact else None, budget=64)
     best: dict[int, int] = {}
     first = 0
     for _ in range(30):  # chunks in parent order, as BFS adds them
@@ -133,8 +146,10 @@ def test_level_dedup_keeps_each_new_state_once_with_its_smallest_key(exact):
     expect = sorted((f, g) for f, g in best.items() if f not in members)
     fps, gen, words = dedup.result()
     assert list(zip(fps.tolist(), gen.tolist(), strict=True)) == expect
-    assert np.array_equal(words[0], fps)
-    if not exact:
+    assert len(words) == n_words
+    if n_words:
+        assert np.array_equal(words[0], fps)
+    if n_words == 2:
         assert np.array_equal(words[1], fps ^ np.uint64(0x5555))
 
 

@@ -430,7 +430,9 @@ def _expand_here(search: _Search, started: float) -> Level:
     assert isinstance(search.visited, VisitedSet)
     layout = kernel.layout
     n = len(search.frontier[0])
-    dedup = LevelDedup(search.visited, layout.n_words, layout.bits if layout.exact else None,
+    # no words held: the survivors are rebuilt from their keys (exact fingerprints are
+    # the words)
+    dedup = LevelDedup(search.visited, 0, layout.bits if layout.exact else None,
                        options.dedup_budget)
     level = Level(np.zeros(kernel.n_actions, dtype=np.int64))
     last_progress = time.perf_counter()
@@ -450,10 +452,12 @@ def _expand_here(search: _Search, started: float) -> Level:
         tick()
 
     expand_frontier(kernel, search.frontier, 0, options.deadlock, options.batch_size, level,
-                    lambda exp: dedup.add(layout.fingerprints(exp.words), exp.gen, exp.words),
+                    lambda exp: dedup.add(layout.fingerprints(exp.words), exp.gen, []),
                     between, tick)
     if level.guard_error is None and level.deadlock is None:  # else no state is needed
         level.fps, level.gen, level.words = dedup.result()
+        if not layout.exact:
+            level.words = kernel.successors_of(search.frontier, level.gen, options.batch_size)
         level.count = len(level.fps)
         level.bad = first_bad(kernel, level.words, level.gen, options.batch_size)
     return level

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 U64 = np.uint64
+_CHUNK = 1 << 20  # values encoded at a time (even: nibble pairs stay within a chunk)
 _PLANES: tuple[tuple[int, type[np.unsignedinteger]], ...] = (
     (32, np.uint32), (16, np.uint16), (8, np.uint8), (4, np.uint8))
 
@@ -23,21 +24,26 @@ class PackedUInts:
     def __init__(self, values: np.ndarray, bits: int):
         self.n = len(values)
         self.bits = -(-bits // 4) * 4
-        values = values.astype(U64, copy=False)
         self.planes: list[tuple[int, int, np.ndarray]] = []  # (shift, width, array)
         left = self.bits
         for width, dtype in _PLANES:
             while left >= width:
                 left -= width
-                part = values >> U64(left) if left else values
-                if left + width < 64:
-                    part = part & U64((1 << width) - 1)
-                if width == 4:  # two nibbles a byte
-                    part = np.append(part, U64(0)) if self.n % 2 else part
-                    packed = (part[0::2] | (part[1::2] << U64(4))).astype(np.uint8)
-                    self.planes.append((left, 4, packed))
-                else:
-                    self.planes.append((left, width, part.astype(dtype)))
+                size = (self.n + 1) // 2 if width == 4 else self.n
+                self.planes.append((left, width, np.empty(size, dtype=dtype)))
+        for lo in range(0, self.n, _CHUNK):  # a chunk at a time: no temporaries of n words
+            self._encode(lo, values[lo:lo + _CHUNK].astype(U64))
+
+    def _encode(self, lo: int, values: np.ndarray) -> None:
+        for shift, width, array in self.planes:
+            part = values >> U64(shift) if shift else values
+            if shift + width < 64:
+                part = part & U64((1 << width) - 1)
+            if width == 4:  # two nibbles a byte
+                part = np.append(part, U64(0)) if len(part) % 2 else part
+                array[lo // 2:lo // 2 + len(part) // 2] = part[0::2] | (part[1::2] << U64(4))
+            else:
+                array[lo:lo + len(part)] = part
 
     def __len__(self) -> int:
         return self.n

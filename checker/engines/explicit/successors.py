@@ -220,6 +220,69 @@ class Kernel:
         result.gen = np.concatenate(gens) if gens else np.empty(0, np.int64)
         return result
 
+    def _successor_words(self, prog: _ActionProgram, parents: list[np.ndarray],
+                         updates: list) -> list[np.ndarray]:
+        """The words of `parents` (gathered: changed in place) after `prog`'s `updates`
+        (one value or array per updated slot): per word, the bits the updates clear,
+        constant updates' bits (folded into one scalar), and the computed values, each
+        shifted into place and or-ed in."""
+        layout = self.layout
+        clear = [0] * layout.n_words
+        const = [0] * layout.n_words
+        varied: list[list[tuple[SlotField, np.ndarray]]] = [[] for _ in range(layout.n_words)]
+        for slot, value in zip(prog.update_slots, updates, strict=True):
+            f = layout.fields[slot]
+            if not f.bits:
+                continue
+            clear[f.word] |= f.mask << f.offset
+            if np.ndim(value) == 0:
+                const[f.word] |= ((int(value) - f.lo) & f.mask) << f.offset
+            else:
+                varied[f.word].append((f, value))
+        for w, acc in enumerate(parents):
+            if clear[w]:
+                acc &= U64(~clear[w] & _ALL)
+            if const[w]:
+                acc |= U64(const[w])
+            for f, value in varied[w]:
+                part = value.astype(U64)
+                if f.lo:
+                    part -= U64(f.lo & _ALL)  # modulo 2**64: right for negative bounds too
+                if f.offset:
+                    part <<= U64(f.offset)
+                acc |= part
+        return parents
+
+    def successors_of(self, frontier: list[np.ndarray], keys: np.ndarray,
+                      batch_size: int) -> list[np.ndarray]:
+        """The successors named by generation keys (transitions `expand` gave from
+        `frontier`, numbered from its first state), in the keys' order, as orbit
+        representatives if `canonical` is set. A search may keep only the keys of a
+        level's candidates and rebuild the survivors here, one action per state,
+        instead of holding every candidate's words while it deduplicates."""
+        A = self.n_actions
+        actions = (keys % A).astype(np.uint16 if A <= 1 << 16 else np.uint32)
+        order = np.argsort(actions, kind="stable")  # a radix sort of small integers
+        counts = np.bincount(actions, minlength=A)
+        del actions
+        out = [np.empty(len(keys), dtype=U64) for _ in range(self.layout.n_words)]
+        at = 0
+        for a in np.flatnonzero(counts).tolist():
+            prog = self._programs[a]
+            group = order[at:at + counts[a]]
+            at += counts[a]
+            for lo in range(0, len(group), batch_size):
+                rows = group[lo:lo + batch_size]
+                parents = [w[keys[rows] // A] for w in frontier]
+                read = self.reader(parents)
+                updates = prog.fn(read, read)[:len(prog.update_slots)]
+                words = self._successor_words(prog, parents, updates)
+                if self.canonical is not None:
+                    words = self.canonical(words)
+                for column, w in zip(out, words, strict=True):
+                    column[rows] = w
+        return out
+
     def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
                result: Expansion, succ_words: list[list[np.ndarray]],
                gens: list[np.ndarray]) -> None:
@@ -270,37 +333,7 @@ class Kernel:
         else:
             sel = None
         base_idx = idx if sel is None else idx[sel]
-        layout = self.layout
-        # per word: the bits the updates clear, constant updates' bits (folded into
-        # one scalar), and the computed values, each shifted into place in one
-        # buffer and or-ed into the gathered word in place
-        clear = [0] * layout.n_words
-        const = [0] * layout.n_words
-        varied: list[list[tuple[SlotField, np.ndarray]]] = [[] for _ in range(layout.n_words)]
-        for slot, value in zip(prog.update_slots, outs[:k_upd], strict=True):
-            f = layout.fields[slot]
-            if not f.bits:
-                continue
-            clear[f.word] |= f.mask << f.offset
-            if np.ndim(value) == 0:
-                const[f.word] |= ((int(value) - f.lo) & f.mask) << f.offset
-            else:
-                varied[f.word].append((f, value))
-        new_words = []
-        for w, word in enumerate(words):
-            acc = word[base_idx]
-            if clear[w]:
-                acc &= U64(~clear[w] & _ALL)
-            if const[w]:
-                acc |= U64(const[w])
-            for f, value in varied[w]:
-                part = value.astype(U64)
-                if f.lo:
-                    part -= U64(f.lo & _ALL)  # modulo 2**64: right for negative bounds too
-                if f.offset:
-                    part <<= U64(f.offset)
-                acc |= part
-            new_words.append(acc)
-        for w in range(layout.n_words):
+        new_words = self._successor_words(prog, [w[base_idx] for w in words], outs[:k_upd])
+        for w in range(self.layout.n_words):
             succ_words[w].append(new_words[w])
         gens.append(gen)

@@ -154,20 +154,23 @@ class VisitedSet:
     def add_sorted(self, new_fps: np.ndarray) -> None:
         """Merge sorted, absent fingerprints into the segments they fall in."""
         cuts = self._cuts(new_fps)
-        segments: list[_Segment] = []
-        for seg, a, b in zip(self.segments, cuts[:-1], cuts[1:], strict=True):
-            if a == b:
-                segments.append(seg)
+        # a segment re-encoded is dropped as soon as it is decoded, so the set never
+        # holds two copies of more than one segment
+        old_segments: list[_Segment | None] = list(self.segments)
+        self.segments = []
+        for i, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+            seg = old_segments[i]
+            assert seg is not None
+            if a == b or seg.add_recent(new_fps[a:b]):
+                self.segments.append(seg)
                 continue
-            if seg.add_recent(new_fps[a:b]):
-                segments.append(seg)
-                continue
-            old = seg.decode()
+            old_segments[i] = None
+            lo, hi, old = seg.lo, seg.hi, seg.decode()
+            del seg
             merged = _interleave(old, new_fps[a:b], np.searchsorted(old, new_fps[a:b])
                                  + np.arange(b - a))
             del old
-            segments += self._build(merged, seg.lo, seg.hi)
-        self.segments = segments
+            self.segments += self._build(merged, lo, hi)
         self._index()
 
 
@@ -301,6 +304,11 @@ class LevelDedup:
     holds (small, cache-resident) and a lookup of the rest in the one visited-set
     segment it lies in. A state reached from many chunks is looked up once per
     fold, not once per chunk; no step sorts or searches the whole level.
+
+    With hashed fingerprints the candidates' words are kept (`n_words` columns)
+    or, with `n_words` 0, not: a caller that still has the parents rebuilds the
+    survivors from their keys (`Kernel.successors_of`), which holds 12 bytes a
+    candidate instead of 12 + 8 per word.
     """
 
     SPLIT = 4  # parts per visited-set segment
@@ -326,7 +334,7 @@ class LevelDedup:
         ufp, ugen, rows = self._unique(fps, gen)
         if int(ugen.max()) < 1 << 32:
             ugen = ugen.astype(np.uint32)  # keys of a level of under 2**32 / A states
-        kept = [] if rows is None else [w[rows] for w in words]
+        kept = [] if rows is None or not self.n_words else [w[rows] for w in words]
         cuts = np.concatenate(([0], np.searchsorted(ufp, self.bounds), [len(ufp)]))
         for p in np.flatnonzero(cuts[1:] > cuts[:-1]).tolist():
             a, b = cuts[p], cuts[p + 1]
@@ -345,7 +353,9 @@ class LevelDedup:
         total = sum(part.held for part in self.parts)
         exact = self.exact_bits is not None
         fps = np.empty(total, dtype=U64)
-        gen = np.empty(total, dtype=np.int64)
+        # uint32 keys while every part's fit (a level of under 2**32 / A states)
+        gen = np.empty(total, dtype=np.result_type(
+            np.uint32, *(part.held_states[1] for part in self.parts if part.held)))
         words = [fps] if exact else [np.empty(total, dtype=U64) for _ in range(self.n_words)]
         at = 0
         for part in self.parts:

@@ -295,7 +295,7 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     summary.step = None if step is None else (*key(step[0]), step[1])
     summary.deadlock = None if deadlock is None else int(fps[deadlock])
     summary.exchanged = len(new_fps)
-    rows = [new_fps, *([] if layout.exact else new_words), fps[gen // A], (gen % A).view(U64)]
+    rows = [new_fps, *([] if layout.exact else new_words), fps[gen // A], (gen % A).astype(U64)]
     summary.seconds = time.perf_counter() - started
     summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
                                             task.buckets, rows)
