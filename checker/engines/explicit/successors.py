@@ -31,6 +31,7 @@ from checker.packing import U64, Layout, SlotField
 from checker.progress import Ticker
 
 _ALL = (1 << 64) - 1  # a uint64's bits, for masks built as Python ints
+_REBUILD_SLICE = 1 << 20  # keys `successors_of` groups by action at a time
 
 
 @dataclass
@@ -261,26 +262,30 @@ class Kernel:
         level's candidates and rebuild the survivors here, one action per state,
         instead of holding every candidate's words while it deduplicates."""
         A = self.n_actions
-        actions = (keys % A).astype(np.uint16 if A <= 1 << 16 else np.uint32)
-        order = np.argsort(actions, kind="stable")  # a radix sort of small integers
-        counts = np.bincount(actions, minlength=A)
-        del actions
         out = [np.empty(len(keys), dtype=U64) for _ in range(self.layout.n_words)]
-        at = 0
-        for a in np.flatnonzero(counts).tolist():
-            prog = self._programs[a]
-            group = order[at:at + counts[a]]
-            at += counts[a]
-            for lo in range(0, len(group), batch_size):
-                rows = group[lo:lo + batch_size]
-                parents = [w[keys[rows] // A] for w in frontier]
-                read = self.reader(parents)
-                updates = prog.fn(read, read)[:len(prog.update_slots)]
-                words = self._successor_words(prog, parents, updates)
-                if self.canonical is not None:
-                    words = self.canonical(words)
-                for column, w in zip(out, words, strict=True):
-                    column[rows] = w
+        # slices of keys at a time, each grouped by action: few calls per action, and
+        # no temporary the size of the whole level
+        step = max(batch_size, _REBUILD_SLICE)
+        for first in range(0, len(keys), step):
+            part = keys[first:first + step]
+            actions = (part % A).astype(np.uint16 if A <= 1 << 16 else np.uint32)
+            order = np.argsort(actions, kind="stable")  # a radix sort of small integers
+            counts = np.bincount(actions, minlength=A)
+            at = 0
+            for a in np.flatnonzero(counts).tolist():
+                prog = self._programs[a]
+                group = order[at:at + counts[a]]
+                at += counts[a]
+                for lo in range(0, len(group), batch_size):
+                    rows = group[lo:lo + batch_size]
+                    parents = [w[part[rows] // A] for w in frontier]
+                    read = self.reader(parents)
+                    updates = prog.fn(read, read)[:len(prog.update_slots)]
+                    words = self._successor_words(prog, parents, updates)
+                    if self.canonical is not None:
+                        words = self.canonical(words)
+                    for column, w in zip(out, words, strict=True):
+                        column[first + rows] = w
         return out
 
     def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
