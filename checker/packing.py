@@ -8,6 +8,7 @@ engines report the probability of a collision, as TLC does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,11 @@ class Layout:
             if f.bits:
                 words[f.word] |= (states[:, j] - f.lo).astype(U64) << U64(f.offset)
         return words
+
+    def pack_states(self, states: Sequence[tuple[int, ...]]) -> list[np.ndarray]:
+        """State tuples (the scalar backend's) -> list of n_words uint64 arrays."""
+        return self.pack_batch(np.array(states, dtype=np.int64).reshape(len(states),
+                                                                        len(self.fields)))
 
     def raw_slot(self, words: list[np.ndarray], j: int) -> np.ndarray:
         """Slot j's stored bits (its value minus its lower bound), as uint64."""

@@ -25,7 +25,6 @@ import numpy as np
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.successors import Kernel
 from checker.errors import CheckerError
-from checker.packing import U64
 from checker.symmetry.canonical import Canonicalizer
 from checker.traces.trace import Trace
 
@@ -70,7 +69,7 @@ def _successors(kernel: Kernel, state: tuple[int, ...]) -> tuple[list[np.ndarray
 
 
 def _words(kernel: Kernel, state: tuple[int, ...]) -> list[np.ndarray]:
-    return [np.array([w], dtype=U64) for w in kernel.layout.pack(state)]
+    return kernel.layout.pack_states([state])
 
 
 def _unpack(kernel: Kernel, words: list[np.ndarray]) -> tuple[int, ...]:

@@ -47,7 +47,7 @@ from checker.engines.result import HOLDS, UNKNOWN, CheckResult, coverage_rows, s
 from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import U64, Layout
+from checker.packing import Layout
 from checker.symmetry.canonical import Canonicalizer
 from checker.symmetry.concrete import concrete_trace
 from checker.symmetry.group import SymmetryGroup
@@ -364,8 +364,7 @@ def _initial_level(search: _Search) -> _Found | None:
     states = [s for s in m.init_states if scalar.within_constraints(s)]
     if not states:
         raise CheckerError(f"spec {m.spec_name}: no initial state satisfies the constraints")
-    packed = np.array([kernel.layout.pack(s) for s in states], dtype=U64).reshape(len(states), -1)
-    words = [packed[:, w].copy() for w in range(kernel.layout.n_words)]
+    words = kernel.layout.pack_states(states)
     if search.canon is not None:
         words = search.canon.canonical(words)
         states = [kernel.layout.unpack(tuple(int(w[i]) for w in words))

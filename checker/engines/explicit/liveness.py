@@ -89,11 +89,11 @@ def build_graph(machine: Machine, kernel: Kernel | None = None, batch_size: int 
     inits = list(dict.fromkeys(s for s in machine.init_states if scalar.within_constraints(s)))
     if not inits:
         raise CheckerError(f"spec {machine.spec_name}: no initial state satisfies the constraints")
-    packed = np.array([layout.pack(s) for s in inits], dtype=U64).reshape(len(inits), -1)
-    fps = layout.fingerprints([packed[:, w].copy() for w in range(layout.n_words)])
+    packed = layout.pack_states(inits)
+    fps = layout.fingerprints(packed)
     order = np.argsort(fps, kind="stable")
     inits = [inits[i] for i in order]
-    words = [packed[order, w].copy() for w in range(layout.n_words)]
+    words = [w[order] for w in packed]
     known_fp, known_id = fps[order], np.arange(len(inits), dtype=np.int64)
     all_words = [list([w]) for w in words]
     depth = [np.zeros(len(inits), np.int64)]

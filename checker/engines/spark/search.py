@@ -274,8 +274,7 @@ def _initial_states(machine: Machine, kernel: Kernel) -> tuple[list[tuple[int, .
     if not states:
         raise CheckerError(f"spec {machine.spec_name}: no initial state satisfies the constraints")
     layout = kernel.layout
-    packed = np.array([layout.pack(s) for s in states], dtype=U64).reshape(len(states), -1)
-    fps = layout.fingerprints([packed[:, w].copy() for w in range(layout.n_words)])
+    fps = layout.fingerprints(layout.pack_states(states))
     order = np.argsort(fps, kind="stable")
     fps = fps[order]
     keep = np.concatenate(([True], fps[1:] != fps[:-1]))
@@ -285,8 +284,7 @@ def _initial_states(machine: Machine, kernel: Kernel) -> tuple[list[tuple[int, .
 def _initial_level(run: _Run) -> _Found | None:
     """Write level 0 (computed here, on the driver) and check its invariants."""
     kernel, layout = run.kernel, run.kernel.layout
-    packed = np.array([layout.pack(s) for s in run.init_states], dtype=U64)
-    words = [packed[:, w].copy() for w in range(layout.n_words)]
+    words = layout.pack_states(run.init_states)
     n = len(run.init_fps)
     first, undefined = kernel.violated_properties(words)
     bad = np.flatnonzero((first >= 0) | undefined)
