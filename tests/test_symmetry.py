@@ -88,7 +88,7 @@ def test_each_method_maps_reachable_states_to_one_per_orbit(make, method):
     machine = make()
     states, _ = reachable(machine)
     layout = Layout(machine)
-    words = layout.pack_batch(np.array(sorted(states)))
+    words = layout.pack_states(sorted(states))
     reps = Canonicalizer(SymmetryGroup(machine), layout, method).canonical(words)
     distinct = len(set(zip(*(w.tolist() for w in reps), strict=True)))
     assert distinct == orbits(machine, states)
@@ -232,7 +232,7 @@ def test_successors_rebuilt_from_keys_equal_the_expansion(monkeypatch, symmetry)
     layout = kernel.layout
     if symmetry:
         kernel.canonical = Canonicalizer(SymmetryGroup(machine), layout).canonical
-    frontier = layout.pack_batch(np.array(machine.init_states, dtype=np.int64))
+    frontier = layout.pack_states(machine.init_states)
     for _ in range(6):  # a few levels of distinct reachable states
         exp = kernel.expand(frontier, 0, False)
         _, rows = np.unique(layout.fingerprints(exp.words), return_index=True)

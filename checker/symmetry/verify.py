@@ -52,7 +52,7 @@ def check_symmetry(machine: Machine, reachable: int = 2000, random: int = 2000,
     kernel = Kernel(machine)
     canon = Canonicalizer(group, kernel.layout)
     checker = _Checker(machine, kernel, canon)
-    init = kernel.layout.pack_batch(np.array(machine.init_states, dtype=np.int64))
+    init = kernel.layout.pack_states(machine.init_states)
     samples = [("an initial state", init),
                ("a reachable state", _reachable(kernel, init, reachable)),
                ("a random in-type state", _random_states(machine, kernel, random, seed))]
