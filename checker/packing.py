@@ -20,6 +20,7 @@ U64 = np.uint64
 _GOLDEN = U64(0x9E3779B97F4A7C15)
 _MIX1 = U64(0xBF58476D1CE4E5B9)
 _MIX2 = U64(0x94D049BB133111EB)
+_HASH_CHUNK = 1 << 16  # states hashed at a time
 
 
 @dataclass(frozen=True)
@@ -100,10 +101,21 @@ class Layout:
     def fingerprints(self, words: list[np.ndarray]) -> np.ndarray:
         if self.exact:
             return words[0]
-        h = _splitmix(words[0] + _GOLDEN)
-        for w in words[1:]:
-            h = _splitmix(h ^ w)
-        return h
+        n = len(words[0])
+        if n <= _HASH_CHUNK:
+            return _hash(words)
+        # a chunk at a time: the mixing's temporaries stay small (and in cache)
+        out = np.empty(n, dtype=U64)
+        for lo in range(0, n, _HASH_CHUNK):
+            out[lo:lo + _HASH_CHUNK] = _hash([w[lo:lo + _HASH_CHUNK] for w in words])
+        return out
+
+
+def _hash(words: list[np.ndarray]) -> np.ndarray:
+    h = _splitmix(words[0] + _GOLDEN)
+    for w in words[1:]:
+        h = _splitmix(h ^ w)
+    return h
 
 
 def _splitmix(x: np.ndarray) -> np.ndarray:

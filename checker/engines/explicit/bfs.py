@@ -5,7 +5,9 @@ by the NumPy kernel; each chunk's successors are deduplicated on their own and
 against the visited set, and at the end of the level the survivors are merged
 once more. Memory per visited state: about 6 bytes of fingerprint in the
 visited set (`visited.py`) and 2 to 4 of parent and action in the level
-records (`records.py`).
+records (`records.py`). A big frontier waits for its expansion in a temporary file
+(`frontier.py`), and freed heap pages go back to the system between the phases of a
+level (`heap.py`), so the peak stays near what the search keeps (decision 0018).
 Traces are rebuilt from those records by replaying the actions from the
 initial state through the scalar backend, so no old states are kept.
 
@@ -35,6 +37,8 @@ import numpy as np
 
 from checker.backends.scalar import ScalarMachine
 from checker.engines.explicit.checkpoint import BackgroundSaves, Checkpoint
+from checker.engines.explicit.frontier import SpilledColumns
+from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.liveness import check_liveness
 from checker.engines.explicit.parallel import Pool, SplitVisited
@@ -47,13 +51,15 @@ from checker.engines.result import HOLDS, UNKNOWN, CheckResult, coverage_rows, s
 from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
-from checker.packing import Layout
+from checker.packing import U64, Layout
 from checker.symmetry.canonical import Canonicalizer
 from checker.symmetry.concrete import concrete_trace
 from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-2"
+_WINDOW_BITS = 18  # parents per window when rebuilding a level's words: 2 MB a word
+_SLICE = 1 << 20  # keys rebuilt, or counted, at a time
 
 
 @dataclass
@@ -72,6 +78,9 @@ class BfsOptions:
     progress_seconds: float = 2.0
     workers: int = 1  # processes sharing the search by fingerprint (`parallel.py`)
     workers_from: int = 50_000  # frontier size from which starting them pays
+    # a level of this many states or more waits for its expansion in a temporary file,
+    # not in memory (`frontier.py`); None: never
+    spill_from: int | None = 1 << 18
     # called with (slot reader, count) for each level's new states, e.g. to test
     # candidate lemmas on every reachable state (`infer`)
     on_level: Callable[[Callable[[int], np.ndarray], int], None] | None = None
@@ -121,6 +130,7 @@ class _Search:
     pool: Pool | None = None
     records: LevelRecords = field(default_factory=lambda: LevelRecords(1))
     frontier: list[np.ndarray] = field(default_factory=list)
+    spilled: SpilledColumns | None = None  # where the frontier lives when in a file
     init_states: list[tuple[int, ...]] = field(default_factory=list)
     generated: int = 0
     enabled: np.ndarray | None = None
@@ -262,7 +272,8 @@ def _signals_stop(stop: _StopRequest) -> Iterator[None]:
 
 def _out_of_memory(search: _Search, started: float) -> str:
     """What to tell a user whose search ran out of memory, after saving what it can:
-    the search is at a level boundary (a level commits its allocations first)."""
+    the search is at a level boundary (a level allocates before it commits, and only
+    the visited set, which a checkpoint does not hold, grows after)."""
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -449,17 +460,53 @@ def _expand_here(search: _Search, started: float) -> Level:
         search.stop.check()
         done = lo
         tick()
+        if search.spilled is not None:
+            search.spilled.release()
 
     expand_frontier(kernel, search.frontier, 0, options.deadlock, options.batch_size, level,
                     lambda exp: dedup.add(layout.fingerprints(exp.words), exp.gen, []),
                     between, tick)
     if level.guard_error is None and level.deadlock is None:  # else no state is needed
+        give_back_freed_memory()  # the expansion's, before the level's arrays
         level.fps, level.gen, level.words = dedup.result()
-        if not layout.exact:
-            level.words = kernel.successors_of(search.frontier, level.gen, options.batch_size)
+        if not layout.exact:  # the fingerprints are the rebuilt words': none held meanwhile
+            level.fps = np.empty(0, dtype=U64)
+            level.words = _rebuild_words(search, level.gen)
+            level.fps = layout.fingerprints(level.words)
         level.count = len(level.fps)
         level.bad = first_bad(kernel, level.words, level.gen, options.batch_size)
     return level
+
+
+def _rebuild_words(search: _Search, keys: np.ndarray) -> list[np.ndarray]:
+    """The words of the new states named by generation keys, rebuilt from their parents
+    (`Kernel.successors_of`) in the keys' order. The keys are taken one window of
+    parents at a time, so only that part of the frontier is read at once (and released
+    after, when it is in a file)."""
+    kernel = search.kernel
+    give_back_freed_memory()  # the level's candidates, before its words
+    window = (keys // kernel.n_actions) >> _WINDOW_BITS
+    ends = np.cumsum(np.bincount(window)).tolist()
+    if len(ends) <= 1 << 16:
+        window = window.astype(np.uint16)  # small integers: sorted by radix
+    order = np.argsort(window, kind="stable")
+    del window
+    if len(keys) < 1 << 32:
+        order = order.astype(np.uint32)
+    words = [np.empty(len(keys), dtype=U64) for _ in range(kernel.layout.n_words)]
+    start = 0
+    for end in ends:
+        give_back_freed_memory()  # the last window's temporaries
+        for lo in range(start, end, _SLICE):
+            rows = order[lo:min(lo + _SLICE, end)]
+            rebuilt = kernel.successors_of(search.frontier, keys[rows],
+                                           search.options.batch_size)
+            for column, w in zip(words, rebuilt, strict=True):
+                column[rows] = w
+        start = end
+        if search.spilled is not None:
+            search.spilled.release()
+    return words
 
 
 def _settle(search: _Search, level: Level, started: float) -> _Found | None:
@@ -505,28 +552,50 @@ def _settle(search: _Search, level: Level, started: float) -> _Found | None:
     if level.fetch is not None:  # the workers go on meanwhile, unless this is the last level
         level.fps, level.gen, level.words = level.fetch(
             options.max_depth is None or depth + 1 < options.max_depth)
-    search.visited.add_sorted(level.fps)  # the one allocation: before the search changes
+    give_back_freed_memory()  # the rebuild's and the checks', before the commit's
+    fps = _commit_level(search, level)
     count_level()
-    _commit_level(search, level.fps, level.gen, level.words)
+    # last: the old frontier is gone by now, and if memory runs out here a checkpoint
+    # still saves the whole level (a resumed search rebuilds the set from the levels)
+    give_back_freed_memory()
+    search.visited.add_sorted(fps)
     if options.on_level:
-        options.on_level(search.kernel.reader(level.words), len(level.fps))
+        options.on_level(search.kernel.reader(search.frontier), len(fps))
     if options.progress:
-        options.progress(_progress_line(search, started, f"{len(level.fps):,} new"))
+        options.progress(_progress_line(search, started, f"{len(fps):,} new"))
     return None
 
 
-def _commit_level(search: _Search, new_fp: np.ndarray, new_gen: np.ndarray,
-                  new_words: list[np.ndarray]) -> None:
+def _commit_level(search: _Search, level: Level) -> np.ndarray:
     """Append a level of new states (sorted by fingerprint, with their canonical
     generation keys): where every level after the initial one (`_initial_level`)
-    writes its parent and action records."""
+    writes its parent and action records, and makes them the frontier (in a file, if
+    the level is big and the search runs in this process). The level lets go of its
+    arrays (its caller still refers to it), so that words moved to a file are freed;
+    returns the fingerprints, to add to the visited set."""
     assert search.new_states is not None
+    fps, gen, words = level.fps, level.gen, level.words
+    level.fps, level.gen, level.words = np.empty(0, dtype=U64), np.empty(0, dtype=np.int64), []
+    spill_from = search.options.spill_from
+    spilled = None
+    if search.pool is None and spill_from is not None and len(fps) >= spill_from:
+        try:
+            spilled = SpilledColumns(words)
+        except OSError:  # no room for it in the temporary folder: it stays in memory
+            pass
+        else:
+            words = spilled.columns
     A = search.kernel.n_actions
-    search.frontier = new_words
-    search.new_states += np.bincount(new_gen % A, minlength=A)
-    search.records.append(new_gen)
+    new_states = sum((np.bincount(gen[lo:lo + _SLICE] % A, minlength=A)
+                      for lo in range(0, len(gen), _SLICE)), np.zeros(A, dtype=np.int64))
+    search.records.append(gen)
+    # nothing below allocates: the level joins the search whole, or not at all
+    search.spilled = spilled
+    search.frontier = words
+    search.new_states += new_states
     if search.checkpoint is not None:
-        search.unsaved.append(new_fp)
+        search.unsaved.append(fps)
+    return fps
 
 
 # -- results -------------------------------------------------------------------

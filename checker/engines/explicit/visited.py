@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.packed import U64, PackedUInts
 
 
@@ -171,6 +172,8 @@ class VisitedSet:
                                  + np.arange(b - a))
             del old
             self.segments += self._build(merged, lo, hi)
+            del merged
+            give_back_freed_memory()  # the old segment's pages: the next one is bigger
         self._index()
 
 
