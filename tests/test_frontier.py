@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from checker import packing
-from checker.engines.explicit import bfs
+from checker.engines.explicit import bfs, successors
 from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.explicit.frontier import SpilledColumns
 from checker.models import build_machine, load_model
@@ -48,8 +48,8 @@ def test_a_spilled_frontier_and_windowed_rebuild_change_nothing(name, monkeypatc
             spills.append(len(columns[0]))
 
     monkeypatch.setattr(bfs, "SpilledColumns", Counted)
-    monkeypatch.setattr(bfs, "_WINDOW_BITS", 2)  # windows of 4 parents
-    monkeypatch.setattr(bfs, "_SLICE", 3)  # and a few keys at a time in each
+    monkeypatch.setattr(successors, "_WINDOW_BITS", 2)  # windows of 4 parents
+    monkeypatch.setattr(successors, "_REBUILD_SLICE", 3)  # slices of a batch (64 keys)
     spilled = check(build_machine(model), BfsOptions(deadlock=model.engine["deadlock"],
                                                      spill_from=1, batch_size=64))
     assert len(spills) == spilled.stats["diameter"]  # the levels after the initial one

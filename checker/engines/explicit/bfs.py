@@ -58,8 +58,7 @@ from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-2"
-_WINDOW_BITS = 18  # parents per window when rebuilding a level's words: 2 MB a word
-_SLICE = 1 << 20  # keys rebuilt, or counted, at a time
+_COUNT_SLICE = 1 << 20  # keys counted per action at a time
 
 
 @dataclass
@@ -480,33 +479,17 @@ def _expand_here(search: _Search, started: float) -> Level:
 
 def _rebuild_words(search: _Search, keys: np.ndarray) -> list[np.ndarray]:
     """The words of the new states named by generation keys, rebuilt from their parents
-    (`Kernel.successors_of`) in the keys' order. The keys are taken one window of
-    parents at a time, so only that part of the frontier is read at once (and released
-    after, when it is in a file)."""
-    kernel = search.kernel
-    give_back_freed_memory()  # the level's candidates, before its words
-    window = (keys // kernel.n_actions) >> _WINDOW_BITS
-    ends = np.cumsum(np.bincount(window)).tolist()
-    if len(ends) <= 1 << 16:
-        window = window.astype(np.uint16)  # small integers: sorted by radix
-    order = np.argsort(window, kind="stable")
-    del window
-    if len(keys) < 1 << 32:
-        order = order.astype(np.uint32)
-    words = [np.empty(len(keys), dtype=U64) for _ in range(kernel.layout.n_words)]
-    start = 0
-    for end in ends:
-        give_back_freed_memory()  # the last window's temporaries
-        for lo in range(start, end, _SLICE):
-            rows = order[lo:min(lo + _SLICE, end)]
-            rebuilt = kernel.successors_of(search.frontier, keys[rows],
-                                           search.options.batch_size)
-            for column, w in zip(words, rebuilt, strict=True):
-                column[rows] = w
-        start = end
+    one window of them at a time (`Kernel.successors_of`); between windows the pages
+    read from a frontier in a file, and the window's freed memory, go back."""
+
+    def between() -> None:
         if search.spilled is not None:
             search.spilled.release()
-    return words
+        give_back_freed_memory()
+
+    give_back_freed_memory()  # the level's candidates, before its words
+    return search.kernel.successors_of(search.frontier, keys, search.options.batch_size,
+                                       between)
 
 
 def _settle(search: _Search, level: Level, started: float) -> _Found | None:
@@ -586,8 +569,8 @@ def _commit_level(search: _Search, level: Level) -> np.ndarray:
         else:
             words = spilled.columns
     A = search.kernel.n_actions
-    new_states = sum((np.bincount(gen[lo:lo + _SLICE] % A, minlength=A)
-                      for lo in range(0, len(gen), _SLICE)), np.zeros(A, dtype=np.int64))
+    new_states = sum((np.bincount(gen[lo:lo + _COUNT_SLICE] % A, minlength=A)
+                      for lo in range(0, len(gen), _COUNT_SLICE)), np.zeros(A, dtype=np.int64))
     search.records.append(gen)
     # nothing below allocates: the level joins the search whole, or not at all
     search.spilled = spilled

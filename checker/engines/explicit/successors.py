@@ -32,6 +32,7 @@ from checker.progress import Ticker
 
 _ALL = (1 << 64) - 1  # a uint64's bits, for masks built as Python ints
 _REBUILD_SLICE = 1 << 20  # keys `successors_of` groups by action at a time
+_WINDOW_BITS = 18  # parents per window `successors_of` reads at once: 2 MB a word
 
 
 @dataclass
@@ -254,38 +255,58 @@ class Kernel:
                 acc |= part
         return parents
 
-    def successors_of(self, frontier: list[np.ndarray], keys: np.ndarray,
-                      batch_size: int) -> list[np.ndarray]:
+    def successors_of(self, frontier: list[np.ndarray], keys: np.ndarray, batch_size: int,
+                      between: Callable[[], None] | None = None) -> list[np.ndarray]:
         """The successors named by generation keys (transitions `expand` gave from
         `frontier`, numbered from its first state), in the keys' order, as orbit
         representatives if `canonical` is set. A search may keep only the keys of a
         level's candidates and rebuild the survivors here, one action per state,
-        instead of holding every candidate's words while it deduplicates."""
+        instead of holding every candidate's words while it deduplicates.
+
+        The keys are taken one window of parents at a time, so only that part of the
+        frontier is read at once; `between` is called before each window and after
+        the last (a frontier in a file gives back the pages read there)."""
         A = self.n_actions
+        window = (keys // A) >> _WINDOW_BITS
+        ends = np.cumsum(np.bincount(window)).tolist()
+        if len(ends) <= 1 << 16:
+            window = window.astype(np.uint16)  # small integers: sorted by radix
+        by_window = np.argsort(window, kind="stable")
+        del window
+        if len(keys) < 1 << 32:
+            by_window = by_window.astype(np.uint32)
         out = [np.empty(len(keys), dtype=U64) for _ in range(self.layout.n_words)]
-        # slices of keys at a time, each grouped by action: few calls per action, and
-        # no temporary the size of the whole level
+        # slices of a window's keys at a time, each grouped by action: few calls per
+        # action, and no temporary the size of the whole level
         step = max(batch_size, _REBUILD_SLICE)
-        for first in range(0, len(keys), step):
-            part = keys[first:first + step]
-            actions = (part % A).astype(np.uint16 if A <= 1 << 16 else np.uint32)
-            order = np.argsort(actions, kind="stable")  # a radix sort of small integers
-            counts = np.bincount(actions, minlength=A)
-            at = 0
-            for a in np.flatnonzero(counts).tolist():
-                prog = self._programs[a]
-                group = order[at:at + counts[a]]
-                at += counts[a]
-                for lo in range(0, len(group), batch_size):
-                    rows = group[lo:lo + batch_size]
-                    parents = [w[part[rows] // A] for w in frontier]
-                    read = self.reader(parents)
-                    updates = prog.fn(read, read)[:len(prog.update_slots)]
-                    words = self._successor_words(prog, parents, updates)
-                    if self.canonical is not None:
-                        words = self.canonical(words)
-                    for column, w in zip(out, words, strict=True):
-                        column[first + rows] = w
+        start = 0
+        for end in ends:
+            if between is not None:
+                between()
+            for first in range(start, end, step):
+                at_keys = by_window[first:min(first + step, end)]
+                part = keys[at_keys]
+                actions = (part % A).astype(np.uint16 if A <= 1 << 16 else np.uint32)
+                order = np.argsort(actions, kind="stable")  # a radix sort of small integers
+                counts = np.bincount(actions, minlength=A)
+                at = 0
+                for a in np.flatnonzero(counts).tolist():
+                    prog = self._programs[a]
+                    group = order[at:at + counts[a]]
+                    at += counts[a]
+                    for lo in range(0, len(group), batch_size):
+                        rows = group[lo:lo + batch_size]
+                        parents = [w[part[rows] // A] for w in frontier]
+                        read = self.reader(parents)
+                        updates = prog.fn(read, read)[:len(prog.update_slots)]
+                        words = self._successor_words(prog, parents, updates)
+                        if self.canonical is not None:
+                            words = self.canonical(words)
+                        for column, w in zip(out, words, strict=True):
+                            column[at_keys[rows]] = w
+            start = end
+        if between is not None:
+            between()
         return out
 
     def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
