@@ -45,6 +45,17 @@ class _ActionProgram:
     n_checks: int  # outputs after the updates that must be TRUE, else an evaluation error
     step_props: list[int]  # step invariant index for each following output
     n_constraints: int
+    roots: list[Expr]
+    dtype: np.dtype
+    _updates_fn: BatchFn | None = None
+
+    def updates(self) -> BatchFn:
+        """The updates alone, compiled on first use: a rebuild of successors already
+        checked (`Kernel.successors_of`) need not evaluate the checks again."""
+        if self._updates_fn is None:
+            self._updates_fn = compile_batch(self.roots[:len(self.update_slots)], self.dtype,
+                                             f"updates_{self.action.id}")
+        return self._updates_fn
 
 
 @dataclass
@@ -91,7 +102,8 @@ class Kernel:
         self._programs = []
         for a, (roots, meta) in zip(machine.actions, programs_roots, strict=True):
             self._programs.append(
-                _ActionProgram(a, compile_batch(roots, self.dtype, f"effects_{a.id}"), *meta))
+                _ActionProgram(a, compile_batch(roots, self.dtype, f"effects_{a.id}"), *meta,
+                               roots, self.dtype))
             ticker.tick()
         self.property_names = [p.name for p in props]
         self._invariants = compile_batch(inv_roots, self.dtype, "invariants")
@@ -298,7 +310,7 @@ class Kernel:
                         rows = group[lo:lo + batch_size]
                         parents = [w[part[rows] // A] for w in frontier]
                         read = self.reader(parents)
-                        updates = prog.fn(read, read)[:len(prog.update_slots)]
+                        updates = prog.updates()(read, read)
                         words = self._successor_words(prog, parents, updates)
                         if self.canonical is not None:
                             words = self.canonical(words)
