@@ -109,7 +109,8 @@ class Kernel:
         self._invariants = compile_batch(inv_roots, self.dtype, "invariants")
 
     # -- building ----------------------------------------------------------
-    def _effect_roots(self, a: ActionInstance) -> tuple[list[Expr], tuple]:
+    def _effect_roots(self, a: ActionInstance
+                      ) -> tuple[list[Expr], tuple[list[int], int, list[int], int]]:
         m = self.machine
         updates = dict(a.updates)
         base = {s.index: E.var(s.index, s.leaf.sort, s.lo, s.hi) for s in m.slots}
