@@ -16,6 +16,7 @@ from checker.engines.explicit import bfs, parallel
 from checker.engines.explicit.bfs import BfsOptions, check
 from checker.errors import CheckerError
 from checker.models import build_machine, list_models, load_model
+from checker.packing import Layout
 from tests.model_folders import one_error_line, run_cli
 from tests.specs import liveness_spin
 from tests.test_bfs import GRID, OVERFLOW
@@ -130,6 +131,37 @@ def test_a_depth_bound_and_on_level_see_the_same_levels(pools):
     one, two = run(1), run(2)
     assert two == one and not one["complete"] and one["stats"]["diameter"] == 25
     assert seen[2] == seen[1] and len(seen[1]) == 26
+
+
+@pytest.mark.parametrize("case", ["exact", "hashed"])
+def test_the_coordinator_holds_only_keys_unless_a_checkpoint_needs_states(case, tmp_path,
+                                                                         monkeypatch):
+    """Without a checkpoint (or `on_level`) the workers' copies of a level's states are
+    the only ones: the coordinator fetches the keys its records need, and still reports
+    exactly what one process does; with a checkpoint it fetches the states to save."""
+    spec, params = CASES[case]
+    fetched: list[tuple[int, int, int]] = []
+    fetch = parallel.Pool._fetch
+
+    def counted(self, more):
+        fps, gen, words = fetch(self, more)
+        fetched.append((len(fps), len(gen), len(words)))
+        return fps, gen, words
+
+    monkeypatch.setattr(parallel.Pool, "_fetch", counted)
+    want = same(check(spec.instantiate(params), BfsOptions(deadlock=False)))
+    two = check(spec.instantiate(params), BfsOptions(deadlock=False, workers=2,
+                                                     workers_from=1))
+    assert same(two) == want
+    # every state but GRID's one initial state comes from the workers
+    assert fetched and sum(g for _, g, _ in fetched) == two.stats["distinct_states"] - 1
+    assert all(f == 0 and w == 0 for f, _, w in fetched)
+    fetched.clear()
+    saved = check(spec.instantiate(params), BfsOptions(
+        deadlock=False, workers=2, workers_from=1, checkpoint_dir=str(tmp_path / "c")))
+    assert same(saved) == want
+    n_words = Layout(spec.instantiate(params)).n_words
+    assert fetched and all(f == g and w == n_words for f, g, w in fetched)
 
 
 def test_workers_start_only_for_a_big_enough_frontier(pools):

@@ -128,7 +128,10 @@ class _Search:
     visited: VisitedSet | SplitVisited = field(default_factory=VisitedSet)
     pool: Pool | None = None
     records: LevelRecords = field(default_factory=lambda: LevelRecords(1))
+    # the states to expand next (none held here while workers hold them, `parallel.py`),
+    # and how many there are
     frontier: list[np.ndarray] = field(default_factory=list)
+    queued: int = 0
     spilled: SpilledColumns | None = None  # where the frontier lives when in a file
     init_states: list[tuple[int, ...]] = field(default_factory=list)
     generated: int = 0
@@ -317,7 +320,7 @@ def _take_checkpoint(search: _Search) -> None:
     search.visited = VisitedSet(np.concatenate(saved.fps))
     for parents, actions in zip(saved.parents, saved.actions, strict=True):
         search.records.append_parents(parents, actions)
-    search.frontier = saved.frontier
+    search.frontier, search.queued = saved.frontier, len(saved.fps[-1])
     search.init_states = saved.init_states
     search.generated, search.enabled, search.new_states = (saved.generated, saved.enabled,
                                                            saved.new_states)
@@ -387,7 +390,7 @@ def _initial_level(search: _Search) -> _Found | None:
     search.init_states = [states[i] for i in order[keep]]
     search.visited = VisitedSet(fps)
     search.records.append(np.zeros(len(fps), dtype=np.int64))
-    search.frontier = words
+    search.frontier, search.queued = words, len(fps)
     if search.checkpoint is not None:
         search.unsaved.append(fps)
     if search.options.on_level:
@@ -408,7 +411,7 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     `_settle` decides what it means."""
     options = search.options
     if search.pool is None and options.workers > 1 \
-            and len(search.frontier[0]) >= options.workers_from:
+            and search.queued >= options.workers_from:
         assert isinstance(search.visited, VisitedSet)
         _await_saves(search)  # no other thread may run while the workers fork
         search.pool = Pool(search.kernel, search.visited, search.frontier, options)
@@ -416,7 +419,7 @@ def _expand_level(search: _Search, started: float) -> _Found | None:
     if search.pool is None:
         level = _expand_here(search, started)
     else:
-        n = len(search.frontier[0])
+        n = search.queued
         last_progress = time.perf_counter()
 
         def waiting(done: int) -> None:  # every few tenths of a second while workers work
@@ -438,7 +441,7 @@ def _expand_here(search: _Search, started: float) -> Level:
     kernel, options = search.kernel, search.options
     assert isinstance(search.visited, VisitedSet)
     layout = kernel.layout
-    n = len(search.frontier[0])
+    n = search.queued
     # no words held: the survivors are rebuilt from their keys (exact fingerprints are
     # the words)
     dedup = LevelDedup(search.visited, 0, layout.bits if layout.exact else None,
@@ -541,11 +544,14 @@ def _settle(search: _Search, level: Level, started: float) -> _Found | None:
     # last: the old frontier is gone by now, and if memory runs out here a checkpoint
     # still saves the whole level (a resumed search rebuilds the set from the levels)
     give_back_freed_memory()
-    search.visited.add_sorted(fps)
+    if isinstance(search.visited, VisitedSet):
+        search.visited.add_sorted(fps)
+    else:  # the workers added the level to their parts
+        search.visited.count += level.count
     if options.on_level:
-        options.on_level(search.kernel.reader(search.frontier), len(fps))
+        options.on_level(search.kernel.reader(search.frontier), level.count)
     if options.progress:
-        options.progress(_progress_line(search, started, f"{len(fps):,} new"))
+        options.progress(_progress_line(search, started, f"{level.count:,} new"))
     return None
 
 
@@ -555,7 +561,8 @@ def _commit_level(search: _Search, level: Level) -> np.ndarray:
     writes its parent and action records, and makes them the frontier (in a file, if
     the level is big and the search runs in this process). The level lets go of its
     arrays (its caller still refers to it), so that words moved to a file are freed;
-    returns the fingerprints, to add to the visited set."""
+    returns the fingerprints, to add to the visited set (none when the workers hold
+    the states and the coordinator keeps only their keys)."""
     assert search.new_states is not None
     fps, gen, words = level.fps, level.gen, level.words
     level.fps, level.gen, level.words = np.empty(0, dtype=U64), np.empty(0, dtype=np.int64), []
@@ -574,7 +581,7 @@ def _commit_level(search: _Search, level: Level) -> np.ndarray:
     search.records.append(gen)
     # nothing below allocates: the level joins the search whole, or not at all
     search.spilled = spilled
-    search.frontier = words
+    search.frontier, search.queued = words, level.count
     search.new_states += new_states
     if search.checkpoint is not None:
         search.unsaved.append(fps)
@@ -587,7 +594,7 @@ def _progress_line(search: _Search, started: float, note: str) -> str:
     elapsed = time.perf_counter() - started + search.seconds_before
     rate = len(search.visited) / elapsed if elapsed > 0 else 0.0
     return (f"depth {search.depth:>3} | distinct {len(search.visited):>12,} | "
-            f"queue {len(search.frontier[0]):>10,} | {rate:>11,.0f} states/s | {note}")
+            f"queue {search.queued:>10,} | {rate:>11,.0f} states/s | {note}")
 
 
 def _stats(search: _Search, started: float) -> dict:

@@ -1,10 +1,11 @@
 """The local BFS in several processes, each owning the visited states of one share of
 the fingerprints (`ctmc check --workers N`); decision 0014 says why it is built so.
 
-The coordinator (the searching process, `bfs.py`) keeps everything a one-process
-search keeps but the visited set: frontier, parent and action records, counters,
-checkpoint. Each worker holds the visited states it owns, and the frontier states it
-owns with their indices in the whole (fingerprint-sorted) frontier. For each level:
+The coordinator (the searching process, `bfs.py`) keeps the parent and action
+records, the counters and the checkpoint; the visited set is the workers', and so is
+the frontier, unless a checkpoint or `on_level` needs the coordinator to hold it too.
+Each worker holds the visited states it owns, and the frontier states it owns with
+their indices in the whole (fingerprint-sorted) frontier. For each level:
 
 1. each worker expands its frontier states chunk by chunk (`level.expand_frontier`),
    turning generation keys into the whole frontier's (`parent_index * n_actions +
@@ -14,10 +15,12 @@ owns with their indices in the whole (fingerprint-sorted) frontier. For each lev
 2. each owner collapses what it gets against its part of the visited set, checks the
    invariants on its new states, and learns where they fall in the whole level from
    its peers' new fingerprints (a binary search each);
-3. it sends the coordinator its `Level` summary, then its states with their places;
+3. it sends the coordinator its `Level` summary, then its states' generation keys with
+   their places (and the states themselves only when the coordinator keeps a frontier:
+   for a checkpoint or `on_level`; else the workers' copies are the only ones);
 4. the coordinator joins the summaries into the `Level` a single process computes,
    which `bfs._settle` judges; only if the level joins the search does it tell the
-   workers to go on, and put the owners' states in place while they do.
+   workers to go on, and put the owners' keys (and states) in place while they do.
 
 Ownership: a hashed fingerprint is uniform, and its owner holds one range of the
 64-bit space. An exact fingerprint is the packed state itself; such states crowd into
@@ -50,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.successors import Expansion, Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
@@ -74,9 +78,15 @@ def owners(fps: np.ndarray, n: int, exact: bool) -> np.ndarray:
     return top.astype(np.uint8 if n <= 1 << 8 else np.uint16)
 
 
+def keeps_states(options: BfsOptions) -> bool:
+    """Whether the coordinator holds the frontier's states while workers search: only
+    to save them in a checkpoint or to show them to `on_level`."""
+    return options.checkpoint_dir is not None or options.on_level is not None
+
+
 class SplitVisited:
     """The coordinator's view of the visited set its workers hold between them: the
-    search adds each level here once the owners have added it to their parts."""
+    search counts each level here once the owners have added it to their parts."""
 
     def __init__(self, count: int, nbytes: int):
         self.count = count
@@ -84,9 +94,6 @@ class SplitVisited:
 
     def __len__(self) -> int:
         return self.count
-
-    def add_sorted(self, new_fps: np.ndarray) -> None:
-        self.count += len(new_fps)
 
     @property
     def nbytes(self) -> int:
@@ -153,6 +160,7 @@ class Pool:
         and starts expanding the latter at once."""
         n = options.workers
         self.kernel, self.n = kernel, n
+        self.keeps_states = keeps_states(options)
         context = multiprocessing.get_context("fork")
         self.done = context.Array("q", n, lock=False)  # parents each has expanded this level
         commands = [os.pipe() for _ in range(n)]
@@ -205,8 +213,10 @@ class Pool:
             raise
 
     def _fetch(self, more: bool) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """The level's new states, in fingerprint order; the workers go on to the next
-        level first if `more`."""
+        """The level's new states in fingerprint order: fingerprints, generation keys and
+        words, or the keys alone (empty fingerprints, no words) when the coordinator keeps
+        no frontier (`keeps_states`); the workers go on to the next level first if
+        `more`."""
         try:
             if more:
                 for w, channel in enumerate(self.commands):
@@ -221,13 +231,13 @@ class Pool:
             raise
         layout = self.kernel.layout
         total = sum(len(arrays[0]) for arrays in shares)
-        fps = np.empty(total, dtype=U64)
-        gen = np.empty(total, dtype=np.int64)
-        words = [fps] if layout.exact else [np.empty(total, dtype=U64)
-                                            for _ in range(layout.n_words)]
+        gen = np.empty(total, dtype=np.result_type(np.uint32, *(a[1] for a in shares)))
+        fps = np.empty(total if self.keeps_states else 0, dtype=U64)
+        words = [] if not self.keeps_states else [fps] if layout.exact else [
+            np.empty(total, dtype=U64) for _ in range(layout.n_words)]
         for ranks, *columns in shares:  # each owner's states go to their places
-            for out, column in zip([fps, gen, *([] if layout.exact else words)], columns,
-                                   strict=True):
+            outs = [gen, fps, *([] if layout.exact else words)] if self.keeps_states else [gen]
+            for out, column in zip(outs, columns, strict=True):
                 out[ranks] = column
         return fps, gen, words
 
@@ -327,6 +337,7 @@ class _Worker:
         self.n = options.workers
         self.deadlock, self.batch_size = options.deadlock, options.batch_size
         self.budget = options.dedup_budget
+        self.sends_states = keeps_states(options)
         self.inherited: list[Any] = [visited, frontier]
         self.visited = VisitedSet()
         self.words: list[np.ndarray] = []
@@ -377,21 +388,20 @@ class _Worker:
         kernel, layout, n = self.kernel, self.kernel.layout, self.n
         exact = layout.exact
         A = kernel.n_actions
-        ranks = self.ranks
         dedup = LevelDedup(self.visited, layout.n_words, layout.bits if exact else None,
                            self.budget)
         level = Level(np.zeros(A, dtype=np.int64))
 
         def rekey(exp: Expansion) -> None:  # ranks grow with the index: minima stay minima
-            exp.gen = _rekey(exp.gen, ranks, A)
-            exp.deadlocked = ranks[exp.deadlocked]
+            exp.gen = _rekey(exp.gen, self.ranks, A)
+            exp.deadlocked = self.ranks[exp.deadlocked]
             if exp.guard_error is not None:
-                exp.guard_error = int(_rekey(np.array([exp.guard_error]), ranks, A)[0])
+                exp.guard_error = int(_rekey(np.array([exp.guard_error]), self.ranks, A)[0])
             if exp.error is not None:
-                exp.error = int(_rekey(np.array([exp.error]), ranks, A)[0])
+                exp.error = int(_rekey(np.array([exp.error]), self.ranks, A)[0])
             if exp.step_violation is not None:
                 key, prop = exp.step_violation
-                exp.step_violation = (int(_rekey(np.array([key]), ranks, A)[0]), prop)
+                exp.step_violation = (int(_rekey(np.array([key]), self.ranks, A)[0]), prop)
 
         def route(exp: Expansion) -> None:
             fps = layout.fingerprints(exp.words)
@@ -420,6 +430,10 @@ class _Worker:
         for channel in self.peers.values():
             channel.send("end")
         self._take(dedup, exact, block=True)
+        # expanded: this share of the frontier is not read again, and its memory and the
+        # expansion's go back before the level's arrays are made
+        self.words, self.ranks = [], np.empty(0, dtype=np.int64)
+        give_back_freed_memory()
         fps, gen, words = dedup.result()
         level.count = len(fps)
         level.bad = first_bad(kernel, words, gen, self.batch_size)
@@ -438,7 +452,10 @@ class _Worker:
         self.early.clear()
         self.ended.clear()
         self.outbox.put(("level", (level.summary(), self.visited.nbytes), []))
-        self.outbox.put(("states", None, [places, fps, gen, *([] if exact else words)]))
+        states = [fps, *([] if exact else words)] if self.sends_states else []
+        self.outbox.put(("states", None, [places, gen, *states]))
+        del states
+        give_back_freed_memory()  # before the visited set grows, as in one process
         self.visited.add_sorted(fps)
         self.ranks, self.words = places, words
 
