@@ -198,10 +198,13 @@ def _arrays(m, p):
 
 
 # The log-driven spec with other defaults, so that this test, which builds every spec with
-# its defaults, also covers the two-range components.
+# its defaults, also covers the two-range components (a split, a merge, and both).
 LOG_DRIVEN_SPLIT = LOG_DRIVEN.with_defaults(
     "log_driven_split", structure="split", side_transport=True, stream_breaks=True,
     duplicate=True, writes=2)
 LOG_DRIVEN_MERGE = LOG_DRIVEN.with_defaults(
     "log_driven_merge", structure="merge", side_transport=True, lease_changes=1, lead=1,
     policy_flip=True, writes=2)
+LOG_DRIVEN_SPLIT_MERGE = LOG_DRIVEN.with_defaults(
+    "log_driven_split_merge", structure="split_merge", side_transport=True, lease_changes=1,
+    writes=2)

@@ -1,8 +1,8 @@
 """Splits and merges in the 2018 design (RFC "Splits/Merges"; reference §5, V5, V6).
 
-Both reuse the log-driven vocabulary: the structural command is proposal `ctx.struct`
-of range r1, `span_changed[n]` says whether node n's r1 replica applied it, and the
-shared Raft component calls the `apply_struct` hook.
+Both reuse the log-driven vocabulary: the structural command is proposal
+`ctx.struct_ids[0]` of range r1, `span_changed[n]` says whether node n's r1 replica
+applied it, and the shared Raft component calls its `apply_struct` hook.
 
 **Split.** r1 (leaseholder n1) splits at `split_key`. The split is an r1 proposal
 through n1's MPT (no r1 write evaluates while it is pending: latches) and n1 also feeds
@@ -42,7 +42,7 @@ def _settled(s: Any, ctx: Ctx, g: int) -> Any:
 
 
 def _propose_struct(s: Any, ctx: Ctx, v: V1) -> None:
-    X = ctx.struct
+    X = ctx.struct_ids[0]
     s.assigned_lai[0] = s.assigned_lai[0] + 1
     s.wlai[X] = s.assigned_lai[0]
     s.wseq[X] = s.lcount[0]
@@ -50,7 +50,7 @@ def _propose_struct(s: Any, ctx: Ctx, v: V1) -> None:
 
 
 def add_split(m: Any, ctx: Ctx, v: V1) -> None:
-    N, X = v.nodes, ctx.struct
+    N, X = v.nodes, ctx.struct_ids[0]
     ts_hi = v.max_ts + 1
     m.var("span_changed", Array(Bool(), N), init=False,
           doc="node n's r1 replica applied the split (its r2 replica exists)")
@@ -80,7 +80,7 @@ def add_split(m: Any, ctx: Ctx, v: V1) -> None:
         s.init_closed[n] = If(And(ok, Not(s.span_changed[n])), lhs, s.init_closed[n])
         s.span_changed[n] = Or(s.span_changed[n], ok)
 
-    ctx.hooks["apply_struct"] = apply_split
+    ctx.hooks["apply_struct"][X] = apply_split
 
     def SplitRHSStartsFromLHS(before, after):  # noqa: N802 - property names are CamelCase
         """V6: a replica's r2 starts from r1's closed state: at least the closed ts its
@@ -93,7 +93,7 @@ def add_split(m: Any, ctx: Ctx, v: V1) -> None:
 
 
 def add_merge(m: Any, ctx: Ctx, v: V1) -> None:
-    N, X = v.nodes, ctx.struct
+    N, X = v.nodes, ctx.struct_ids[0]
     ts_hi = v.max_ts + 1
     m.var("span_changed", Array(Bool(), N), init=False,
           doc="node n's r1 replica applied the merge (its r2 replica is gone)")
@@ -136,7 +136,7 @@ def add_merge(m: Any, ctx: Ctx, v: V1) -> None:
         on_lh = And(ok, s.lholder[0][s.lcount[0]] == n)
         s.rhs_floor = If(on_lh, Max(s.rhs_floor, s.merge_closed), s.rhs_floor)
 
-    ctx.hooks["apply_struct"] = apply_merge
+    ctx.hooks["apply_struct"][X] = apply_merge
 
     def SubsumedPublishesUnreachable(s):  # noqa: N802 - property names are CamelCase
         """V5: once r2 is subsumed, a receiver with a closed ts of n1 past the one Subsume

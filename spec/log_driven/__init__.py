@@ -14,7 +14,7 @@ sections to components, invariants and models):
 - `policy.py`        LAG/LEAD targets, the lease's ceiling, policy flips
 - `side_transport.py` closed timestamps for idle ranges, off the log
 - `restarts.py`      a restart of the side-transport sender
-- `splits.py`, `merges.py` a second range, created by a split or merged away
+- `splits.py`, `merges.py` a second range, created by a split, merged away, or both
 - `lemmas.py`        the single-range core's inductive strengthening, for `ctmc prove`
 - `narration.py`     how a trace reads in protocol words
 - `views.py`         how a state reads per node, and the events between nodes
@@ -75,8 +75,9 @@ LOG_DRIVEN.param("lease_duration", 3, "how long a new lease lasts", min=1)
 LOG_DRIVEN.param("lead", 0, "LEAD policy: close now + lead (0: LAG only)", min=0)
 LOG_DRIVEN.param("policy", "lag", "the range's initial policy", choices=("lag", "lead"))
 LOG_DRIVEN.param("policy_flip", False, "the policy may flip between LAG and LEAD")
-LOG_DRIVEN.param("structure", "none", "component: r1 splits into r1 and r2, or r2 merges "
-                 "into r1", choices=("none", "split", "merge"))
+LOG_DRIVEN.param("structure", "none", "component: r1 splits into r1 and r2, r2 merges "
+                 "into r1, or both: r1 splits and r2 later merges back",
+                 choices=("none", "split", "merge", "split_merge"))
 LOG_DRIVEN.param("split_key", 1, "the first key of r2 (keys are a, b, c: 0, 1, 2)", min=1, max=2)
 
 for _name, _doc in {
@@ -227,8 +228,8 @@ def _build(m, p):
              "MergeWithoutTimestampCacheBump": "merge", "SplitSeedsEvaluatingNode": "split",
              "TransferWithoutReadSummary": "merge"}
     for mutation, structure in needs.items():
-        if mutation in p.mutations and p.structure != structure:
-            raise ModelError(f"{mutation} needs structure = {structure!r}")
+        if mutation in p.mutations and structure not in p.structure.split("_"):
+            raise ModelError(f"{mutation} needs structure = {structure!r} or 'split_merge'")
     if p.tracker == "rfc" and (p.reproposals or p.lease_changes):
         raise ModelError("reproposals and lease changes are modelled with tracker=impl or heap")
     lease_muts = ("SideCloseUnderRevokedLease", "NoFloorOnLeaseAcquire",
@@ -243,7 +244,7 @@ def _build(m, p):
         raise ModelError("lease_extensions needs lease_changes >= 1")
     if not p.reproposals and any(x.startswith("Repropose") for x in p.mutations):
         raise ModelError("reproposal mutations need reproposals >= 1")
-    structural = p.structure != "none"
+    structural = {"none": 0, "split": 1, "merge": 1, "split_merge": 2}[p.structure]
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
               log_len=(p.writes + structural + p.lease_changes + p.reproposals)
               * (2 if p.duplicate else 1),
@@ -277,9 +278,9 @@ def _build(m, p):
             raise ModelError("restarts needs side_transport, lease_changes >= 1 and no "
                              "split or merge")
         restarts.add(m, p, ctx)
-    if p.structure == "split":
+    if ctx.splits:
         splits.add(m, p, ctx)
-    elif p.structure == "merge":
+    if ctx.merges:
         merges.add(m, p, ctx)
     follower_reads.add(m, p, ctx)
     follower_reads.add_claims_invariant(m, ctx)

@@ -111,9 +111,9 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         to abort and unfreeze r2, which the model leaves out), and a holder frozen by a
         merge proposes nothing (a request by another node may still come)."""
         conds = [s.lcount[g] < S]
-        if ctx.structure != "none" and g == 0:
-            conds.append(Not(struct_pending(s, ctx)))
-        if ctx.structure == "merge" and g == 1 and by_holder:
+        if g == 0:
+            conds += [Not(struct_pending(s, ctx, X)) for X in ctx.struct_ids]
+        if ctx.merges and g == 1 and by_holder:
             conds.append(Not(s.subsumed))
         return And(*conds)
 
@@ -168,7 +168,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         next LAI and a closed ts like any proposal; an extension gets neither and moves
         nothing (A11)."""
         transfer = s.lkind[g][j] == LeaseKind.transfer
-        value = tracker.flush_closed(s, g, W + (ctx.structure != "none"), target, limit)
+        value = tracker.flush_closed(s, g, P, target, limit)
         carried = Max(s.assigned_closed[g], value)
         s.assigned_lai[g] = If(transfer, s.assigned_lai[g] + 1, s.assigned_lai[g])
         s.llai[g][j] = If(transfer, s.assigned_lai[g], 0)
@@ -224,7 +224,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
                                If(mine, Max(s.assigned_lai[g], s.lai[g][n]),
                                   s.assigned_lai[g]))
         s.lh_low[g] = If(mine, s.lstart[g][j], s.lh_low[g])
-        if ctx.structure == "merge" and g == 0:
+        if ctx.merges and g == 0:
             # a transfer hands the read summary over, so the new holder's timestamp cache
             # keeps the merge's bump over r2's keys; a request starts from its lease start
             summary = s.lkind[g][j] == LeaseKind.transfer

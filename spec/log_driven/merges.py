@@ -10,6 +10,11 @@ timestamp cache over r2's keys is raised to r2's closed ts, and to the freeze
 time when it does not also hold r2's lease; the merged range keeps r1's closed
 ts (RFC "Splits and Merges"; reference §5.2 `MergeRange`).
 
+With a split first (`structure = "split_merge"`), r2 is the range the split made:
+Subsume needs r2's replica on its leaseholder, and the merge waits until every node
+has applied the split (AdminMerge waits on each of r2's replicas, which exist only
+then); the merge's flag is then `merged`, as `span_changed` is the split's.
+
 Switch: MergeWithoutTimestampCacheBump skips the raise to r2's closed ts.
 """
 
@@ -19,13 +24,14 @@ from typing import Any
 
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Not, Or, require
 from spec.log_driven.follower_reads import effective_closed
-from spec.log_driven.parts import NIL, Ctx, WPhase, leaseholder
+from spec.log_driven.parts import NIL, Ctx, WPhase, exists, leaseholder, split_applied
 from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet, stamp_lease
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
-    X, N = ctx.struct, ctx.nodes
-    m.var("span_changed", Array(Bool(), N), init=False,
+    X, N = ctx.merge_id, ctx.nodes
+    flag = "merged" if ctx.splits else "span_changed"
+    m.var(flag, Array(Bool(), N), init=False,
           doc="node n's r1 replica has applied the merge (its r2 replica is gone)")
     m.var("subsumed", Bool(), init=False, doc="r2 is frozen by Subsume")
     m.var("merge_closed", Int(NIL, ctx.closed_hi), init=NIL, doc="r2's closed ts at Subsume")
@@ -39,6 +45,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def subsume(s):
         """r2's leaseholder freezes r2 and reports its LAI, freeze time and closed ts."""
         lh = leaseholder(s, ctx, 1)
+        require(exists(s, ctx, 1, lh))
         require(may_evaluate(s, ctx, 1))
         require(quiet(s, ctx, 1))
         require(Not(in_flight(s, ctx, 1, lh)))
@@ -54,21 +61,23 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         require(s.subsumed)
         require(s.wphase[X] == WPhase.idle)
         require(may_evaluate(s, ctx, 0))
-        require(ForAll(range(N), lambda n: s.lai[1][n] >= s.merge_lai))
+        require(ForAll(range(N), lambda n: And(split_applied(s, ctx, n),
+                                                s.lai[1][n] >= s.merge_lai)))
         stamp_lease(s, ctx, 0, X)
         enqueue(s, ctx, 0, X)
 
     def apply_merge(s: Any, n: int, ok: Any, first: Any) -> None:
         """Replica (r1, n) accepted the merge (when `ok`); on r1's leaseholder the
         timestamp cache over r2's keys is raised (MergeRange)."""
-        s.span_changed[n] = Or(s.span_changed[n], ok)
+        applied = getattr(s, flag)
+        applied[n] = Or(applied[n], ok)
         on_lh = And(ok, n == leaseholder(s, ctx, 0))
         colocated = s.lholder[1][s.lseq[1][n]] == n if ctx.lease_changes else True
         bump = NIL if no_bump else s.merge_closed
         bump = If(colocated, bump, Max(bump, s.merge_freeze))
         s.rhs_tsc = If(on_lh, Max(s.rhs_tsc, bump), s.rhs_tsc)
 
-    ctx.hooks["apply_struct"] = apply_merge
+    ctx.hooks["apply_struct"][X] = apply_merge
 
     def NoClaimWhileSubsumed(before, after):  # noqa: N802 - property names are CamelCase
         """Once Subsume froze r2, nothing closes anything new for r2 (reference A15,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.log_driven.parts import node_name, range_name
+from spec.log_driven.parts import node_name, range_name, structural_name
 
 
 def _ts(v: int) -> str:
@@ -26,11 +26,7 @@ def _lh(state: dict, g: int) -> str:
 
 
 def _proposal(state: dict, w: int) -> str:
-    return f"w{w + 1}" if w < len(state["wkey"]) else _struct_name(state)
-
-
-def _struct_name(state: dict) -> str:
-    return "the merge" if "subsumed" in state else "the split"
+    return f"w{w + 1}" if w < len(state["wkey"]) else f"the {structural_name(state, w)}"
 
 
 def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> str:
@@ -65,9 +61,9 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "flip_policy":
         return f"the policy becomes {'LEAD' if after['lead_policy'] else 'LAG'}"
     if action == "evaluate_split":
-        known = after.get("wevc", [None] * (len(after["wphase"])))[-1]
+        known = after["wevc"][len(after["wkey"])] if "wevc" in after else None  # the split's
         note = f" (trigger closed {_ts(known)})" if known is not None else ""
-        return f"n1 evaluates the split of r1 into r1 and r2{note}"
+        return f"{_lh(before, 0)} evaluates the split of r1 into r1 and r2{note}"
     if action == "subsume":
         return (f"{_lh(before, 1)} subsumes r2: frozen at {after['merge_freeze']}, closed "
                 f"{_ts(after['merge_closed'])}, LAI {after['merge_lai']}")
@@ -105,14 +101,15 @@ def _apply(params: dict, before: dict, after: dict) -> str:
     who = f"{head} = {_proposal(before, e)} (LAI {lai})"
     if after["accepted"][e] != before["accepted"][e] or after["lai"][g][n] != before["lai"][g][n]:
         text = f"{who}: accepted; closed {_ts(after['closed'][g][n])}, LAI {after['lai'][g][n]}"
-        if "span_changed" in after and after["span_changed"][n] != before["span_changed"][n]:
-            if "subsumed" in after:
-                tsc = after["rhs_tsc"]
-                text += ("; r2 is merged into r1 here" + (
-                    f", r1's timestamp cache over r2's keys is now {_ts(tsc)}"
-                    if tsc != before["rhs_tsc"] else ""))
-            else:
-                text += f"; r2 starts here with closed {_ts(after['closed'][1][n])}"
+        # the merge's flag is `merged` after a split, else `span_changed` as the split's
+        merge_flag = "merged" if "merged" in after else "span_changed"
+        if "subsumed" in after and after[merge_flag][n] != before[merge_flag][n]:
+            tsc = after["rhs_tsc"]
+            text += ("; r2 is merged into r1 here" + (
+                f", r1's timestamp cache over r2's keys is now {_ts(tsc)}"
+                if tsc != before["rhs_tsc"] else ""))
+        elif "span_changed" in after and after["span_changed"][n] != before["span_changed"][n]:
+            text += f"; r2 starts here with closed {_ts(after['closed'][1][n])}"
         return text
     text = (f"{who}: rejected (applied LAI is {before['lai'][g][n]}); closed "
             f"{_ts(after['closed'][g][n])}")

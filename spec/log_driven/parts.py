@@ -6,10 +6,11 @@ switches all of them read, and the hooks one component offers another.
 
 Ranges: range 0 exists from the start. A model with a split (`structure =
 "split"`) creates range 1 from range 0's keys at and above `split_key`; a model
-with a merge starts with both ranges and merges range 1 into range 0. Either way
-the one structural command is proposal `ctx.struct`, proposed by range 0, and
-each node's `span_changed` flag says whether its replica of range 0 has applied
-it (a node's replicas then cover the new spans).
+with a merge starts with both ranges and merges range 1 into range 0; a model
+with both (`"split_merge"`) splits range 1 off and later merges it back. Each
+structural command is a proposal of range 0 (`ctx.split_id`, `ctx.merge_id`),
+and per node a flag says whether its replica of range 0 has applied it
+(`split_applied`, `merge_applied`): a node's replicas then cover the new spans.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ def range_name(g: int) -> str:
     return f"r{g + 1}"
 
 
+def structural_name(state: dict, w: int) -> str:
+    """"split" or "merge": what structural proposal w is, in a decoded state (for
+    narration and views). With both, the split comes first and the merge's flag is
+    `merged`."""
+    if "merged" in state:
+        return "split" if w == len(state["wkey"]) else "merge"
+    return "merge" if "subsumed" in state else "split"
+
+
 @dataclass
 class Ctx:
     """Sizes, switches and cross-component hooks for one build of the spec."""
@@ -55,7 +65,7 @@ class Ctx:
     muts: frozenset[str]
     lead: int = 0  # LEAD policy: close now + lead (0: only the LAG policy exists)
     lease_changes: int = 0  # lease commands (requests, transfers, extensions) per range
-    structure: str = "none"  # "split", "merge" or "none"
+    structure: str = "none"  # "split", "merge", "split_merge" or "none"
     split_key: int = 1  # keys at and above this index belong to the right-hand side
     restarts: bool = False  # n1 may restart (restarts.py)
     reproposals: int = 0  # new-LAI reproposals allowed in a run (log entries then carry
@@ -63,8 +73,10 @@ class Ctx:
     lease_extensions: bool = False  # the leaseholder may extend its lease (leases.py)
     # hooks a component offers others: "after_apply" (called with (s, g, n) when replica
     # (g, n) applies a log entry), "effective_closed" ((s, g, n) -> the closed ts reads
-    # use), "apply_lease", "apply_struct"
-    hooks: dict[str, Any] = field(default_factory=lambda: {"after_apply": []})
+    # use), "apply_lease", "apply_struct" (per structural proposal id: called with
+    # (s, n, accepted, first) when replica (r1, n) applies an entry of it)
+    hooks: dict[str, Any] = field(default_factory=lambda: {"after_apply": [],
+                                                            "apply_struct": {}})
     key_type: Any = None
 
     def __post_init__(self) -> None:
@@ -78,14 +90,33 @@ class Ctx:
         return 1 if self.structure == "none" else 2
 
     @property
-    def props(self) -> int:
-        """Proposals: the writes, then the structural command if there is one."""
-        return self.writes + (self.structure != "none")
+    def splits(self) -> bool:
+        """Range 1 is created by a split of range 0."""
+        return self.structure in ("split", "split_merge")
 
     @property
-    def struct(self) -> int:
-        """The proposal id of the split or merge command."""
+    def merges(self) -> bool:
+        """Range 1 is merged into range 0."""
+        return self.structure in ("merge", "split_merge")
+
+    @property
+    def struct_ids(self) -> list[int]:
+        """The proposal ids of the structural commands, after the writes': the split's,
+        then the merge's."""
+        return list(range(self.writes, self.writes + self.splits + self.merges))
+
+    @property
+    def split_id(self) -> int:
         return self.writes
+
+    @property
+    def merge_id(self) -> int:
+        return self.writes + self.splits
+
+    @property
+    def props(self) -> int:
+        """Proposals: the writes, then the structural commands."""
+        return self.writes + len(self.struct_ids)
 
     @property
     def buffer_len(self) -> int:
@@ -144,27 +175,43 @@ def lease_base(s: Any, ctx: Ctx, g: int, j: Any) -> Any:
     return s.lbase[g][j] if ctx.lease_extensions else j
 
 
+def split_applied(s: Any, ctx: Ctx, n: Any) -> Any:
+    """Node n's replica of range 0 has applied the split (with a merge only, range 1
+    exists from the start, as if split long ago)."""
+    return s.span_changed[n] if ctx.splits else True
+
+
+def merge_applied(s: Any, ctx: Ctx, n: Any) -> Any:
+    """Node n's replica of range 0 has applied the merge."""
+    if not ctx.merges:
+        return False
+    return s.merged[n] if ctx.splits else s.span_changed[n]
+
+
 def exists(s: Any, ctx: Ctx, g: int, n: Any) -> Any:
     """Node n has a replica of range g: a split creates range 1 on each node as it
     applies the split; a merge removes it."""
     if g == 0 or ctx.structure == "none":
         return True
-    changed = s.span_changed[n]
-    return changed if ctx.structure == "split" else Not(changed)
+    if not ctx.merges:
+        return split_applied(s, ctx, n)
+    if not ctx.splits:
+        return Not(merge_applied(s, ctx, n))
+    return And(split_applied(s, ctx, n), Not(merge_applied(s, ctx, n)))
 
 
 def covers(s: Any, ctx: Ctx, g: int, k: Any, n: Any) -> Any:
-    """Node n's replica of range g holds key k (a concrete key)."""
-    if ctx.structure == "none":
-        return True
-    changed = s.span_changed[n]
-    if ctx.structure == "split":
-        if g == 0:
-            return True if not ctx.rhs(k) else Not(changed)
-        return changed if ctx.rhs(k) else False
-    if g == 0:
-        return True if not ctx.rhs(k) else changed
-    return Not(changed) if ctx.rhs(k) else False
+    """Node n's replica of range g holds key k (a concrete key): range 0 holds the
+    right-hand keys unless range 1 does."""
+    if not ctx.rhs(k):
+        return g == 0
+    if g == 1:
+        return exists(s, ctx, 1, n)
+    if not ctx.merges:
+        return Not(split_applied(s, ctx, n))
+    if not ctx.splits:
+        return merge_applied(s, ctx, n)
+    return Or(Not(split_applied(s, ctx, n)), merge_applied(s, ctx, n))
 
 
 def write_floor(s: Any, ctx: Ctx, g: int, k: Any = None) -> Any:
@@ -176,6 +223,6 @@ def write_floor(s: Any, ctx: Ctx, g: int, k: Any = None) -> Any:
         # the timestamp cache pushes writes strictly above the lease start
         low = s.lh_low[g] if ctx.mutated("WriteAtLeaseStart") else s.lh_low[g] + 1
         floor = Max(floor, low)
-    if ctx.structure == "merge" and g == 0 and k is not None and ctx.rhs(k):
+    if ctx.merges and g == 0 and k is not None and ctx.rhs(k):
         floor = Max(floor, s.rhs_tsc + 1)
     return floor

@@ -29,6 +29,8 @@ from spec.log_driven.parts import (
     in_range,
     lease_base,
     leaseholder,
+    merge_applied,
+    split_applied,
     tracked_in,
     write_floor,
 )
@@ -139,9 +141,9 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
             serving = And(exists(s, ctx, g, lh),
                           holds_applied_lease(s, ctx, g) if ctx.lease_changes else True)
             checks.append(Implies(serving, write_floor(s, ctx, g) > s.claim_hi[g]))
-        if ctx.structure == "merge":  # r2's keys, on r1's leaseholder after the merge
+        if ctx.merges:  # r2's keys, on r1's leaseholder after the merge
             lh = leaseholder(s, ctx, 0)
-            serving = And(s.span_changed[lh],
+            serving = And(merge_applied(s, ctx, lh),
                           holds_applied_lease(s, ctx, 0) if ctx.lease_changes else True)
             checks.append(Implies(serving, write_floor(s, ctx, 0, ctx.rhs_keys[0])
                                   > s.claim_hi[1]))
@@ -227,21 +229,22 @@ def may_evaluate(s: Any, ctx: Ctx, g: int) -> Any:
     conds = []
     if ctx.lease_changes:
         conds.append(lease_usable(s, ctx, g))
-    if ctx.structure == "split" and g == 0:
-        conds.append(Not(struct_pending(s, ctx)))
-    if ctx.structure == "merge" and g == 1:
+    if ctx.splits and g == 0:
+        conds.append(Not(struct_pending(s, ctx, ctx.split_id)))
+    if ctx.merges and g == 1:
         conds.append(Not(s.subsumed))
     return And(*conds)
 
 
-def struct_pending(s: Any, ctx: Ctx) -> Any:
-    """The split or merge command has been evaluated under r1's current lease and its
-    leaseholder has not applied it yet (its latches are held). One evaluated under an
-    earlier lease blocks nothing: it can only be rejected below Raft."""
+def struct_pending(s: Any, ctx: Ctx, X: int) -> Any:
+    """Structural command X (the split or the merge) has been evaluated under r1's
+    current lease and its leaseholder has not applied it yet (a split's latches are
+    held). One evaluated under an earlier lease blocks nothing: it can only be rejected
+    below Raft."""
     lh = leaseholder(s, ctx, 0)
-    X = ctx.struct
-    conds = [s.wphase[X] != WPhase.idle, s.wphase[X] != WPhase.failed,
-             Not(s.span_changed[lh])]
+    applied = split_applied(s, ctx, lh) if ctx.splits and X == ctx.split_id \
+        else merge_applied(s, ctx, lh)
+    conds = [s.wphase[X] != WPhase.idle, s.wphase[X] != WPhase.failed, Not(applied)]
     if ctx.lease_changes:
         conds.append(s.wseq[X] == lease_base(s, ctx, 0, s.lseq[0][lh]))
     return And(*conds)

@@ -105,9 +105,10 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             else If(ok, e_cts, s.closed[g][n])
         if C:
             ctx.hooks["apply_lease"](s, g, n, Max(entry - P + 2, 2), Not(is_prop), lai_check)
-        if ctx.structure != "none" and g == 0:
-            is_struct = e == ctx.struct
-            ctx.hooks["apply_struct"](s, n, And(ok, is_struct), And(first, is_struct))
+        if g == 0:
+            for X, apply_struct in ctx.hooks["apply_struct"].items():
+                is_struct = e == X
+                apply_struct(s, n, And(ok, is_struct), And(first, is_struct))
         s.applied[g][n] = s.applied[g][n] + 1
         for hook in ctx.hooks["after_apply"]:
             hook(s, g, n)
@@ -121,7 +122,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         def above(w: int) -> Any:
             conds = [Implies(in_range(before, ctx, w, g), before.wts[w] > before.claim_hi[g])
                      for g in range(G)]
-            if ctx.structure == "merge":  # the RHS's claims still bind its keys
+            if ctx.merges:  # the RHS's claims still bind its keys
                 conds.append(Implies(Or(*[before.wkey[w] == k for k in ctx.rhs_keys]),
                                      before.wts[w] > before.claim_hi[1]))
             return And(*conds)

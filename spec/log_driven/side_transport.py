@@ -238,7 +238,7 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         conds = [exists(s, ctx, g, x), target <= ceiling(s, ctx, g, node=x), lb_ok,
                  target > s.assigned_closed[g], lease_ok(s, ctx, g, node=x),
                  True if no_inflight_check else Not(inflight)]
-        if ctx.structure == "merge" and g == 1:
+        if ctx.merges and g == 1:
             conds.append(Not(s.subsumed))  # MergeInProgress
         return And(*conds)
 

@@ -30,7 +30,7 @@ from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet, s
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
-    X, N = ctx.struct, ctx.nodes
+    X, N = ctx.split_id, ctx.nodes
     m.var("span_changed", Array(Bool(), N), init=False,
           doc="node n's r1 replica has applied the split (its r2 replica exists)")
     m.var("split_base", Int(NIL, ctx.closed_hi), init=NIL, ghost=True,
@@ -77,7 +77,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         s.assigned_closed[1] = If(seeded, NIL if zero else s.closed[1][n],
                                   s.assigned_closed[1])
 
-    ctx.hooks["apply_struct"] = apply_split
+    ctx.hooks["apply_struct"][X] = apply_split
 
     def SplitRHSAboveClaims(before, after):  # noqa: N802 - property names are CamelCase
         """A replica's r2 starts at or above every closed ts claimed on r1 before the

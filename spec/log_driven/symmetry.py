@@ -32,8 +32,9 @@ WRITE_VALUED = ("buf", "log")
 READ_INDEXED = {"rdone": 0, "rkey": 0, "rts": 0, "robs": 0}
 # variable -> the array axis node ids index; n1 (node 0) is left out of Follower
 FOLLOWER_INDEXED = {"applied": 1, "lai": 1, "closed": 1, "has": 0, "lseq": 1,
-                    "span_changed": 0, "q_len": 1, "q_seq": 1, "q_snap": 1, "q_closed": 1,
-                    "q_entry": 1, "q_lai": 1, "q_grp": 1, "fresh": 1, "rv_ok": 1, "rv_seq": 1,
+                    "span_changed": 0, "merged": 0, "q_len": 1, "q_seq": 1, "q_snap": 1,
+                    "q_closed": 1, "q_entry": 1, "q_lai": 1, "q_grp": 1, "fresh": 1, "rv_ok": 1,
+                    "rv_seq": 1,
                     "rv_closed": 1, "rv_tracked": 1, "rv_lai": 1, "rv_grp": 1, "side_ts": 2,
                     "side_lai": 2, "next_ts": 2, "next_lai": 2}
 FOLLOWER_VALUED = ("lholder", "lh")

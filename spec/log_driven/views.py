@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.views import Event, Step, Table
-from spec.log_driven.parts import node_name, range_name
+from spec.log_driven.parts import node_name, range_name, structural_name
 
 NONE = -1
 
@@ -42,6 +42,8 @@ def lanes(s: dict) -> list[str]:
 def _exists(s: dict, g: int, n: int) -> bool:
     if g == 0 or "span_changed" not in s:
         return True
+    if "merged" in s:  # a split, then a merge
+        return s["span_changed"][n] and not s["merged"][n]
     return s["span_changed"][n] if "subsumed" not in s else not s["span_changed"][n]
 
 
@@ -63,7 +65,7 @@ def _proposal(s: dict, w: int) -> str:
     if w < len(s["wkey"]):
         return f"w{w + 1}"
     if w < len(s["wphase"]):
-        return "split/merge"
+        return structural_name(s, w)
     return f"lease #{w - len(s['wphase']) + 2}"
 
 
