@@ -106,8 +106,7 @@ def _build(m, p):
     if "SubsumedKeepsEmitting" in p.mutations and p.structure != "merge":
         raise ModelError("SubsumedKeepsEmitting needs structure = 'merge'")
     structural = p.structure != "none"
-    ctx = Ctx(nodes=N, keys=p.keys, writes=W, reads=p.reads,
-              log_len=(W + structural + C) * (2 if p.duplicate else 1),
+    ctx = Ctx(nodes=N, keys=p.keys, writes=W, reads=p.reads, duplicate=p.duplicate,
               max_ts=p.max_ts, target=p.target, lease_exp=p.max_ts + 2, muts=p.mutations,
               lease_changes=C, structure=p.structure, split_key=p.split_key)
     if "EpochPollution" in p.mutations and not p.mlai_requests:

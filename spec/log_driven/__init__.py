@@ -244,14 +244,12 @@ def _build(m, p):
         raise ModelError("lease_extensions needs lease_changes >= 1")
     if not p.reproposals and any(x.startswith("Repropose") for x in p.mutations):
         raise ModelError("reproposal mutations need reproposals >= 1")
-    structural = {"none": 0, "split": 1, "merge": 1, "split_merge": 2}[p.structure]
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
-              log_len=(p.writes + structural + p.lease_changes + p.reproposals)
-              * (2 if p.duplicate else 1),
               max_ts=p.max_ts, target=p.target, lease_exp=p.lease_exp or p.max_ts + p.lead + 2,
               muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes,
               structure=p.structure, split_key=p.split_key, restarts=p.restarts,
-              reproposals=p.reproposals, lease_extensions=p.lease_extensions)
+              reproposals=p.reproposals, lease_extensions=p.lease_extensions,
+              duplicate=p.duplicate)
     if p.target > p.max_ts:
         raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
 

@@ -58,7 +58,6 @@ class Ctx:
     keys: int
     writes: int
     reads: int
-    log_len: int
     max_ts: int
     target: int
     lease_exp: int
@@ -71,6 +70,7 @@ class Ctx:
     reproposals: int = 0  # new-LAI reproposals allowed in a run (log entries then carry
     # their own LAI and closed ts: `elai`, `ects`)
     lease_extensions: bool = False  # the leaseholder may extend its lease (leases.py)
+    duplicate: bool = False  # Raft may append a command a second time
     # hooks a component offers others: "after_apply" (called with (s, g, n) when replica
     # (g, n) applies a log entry), "effective_closed" ((s, g, n) -> the closed ts reads
     # use), "apply_lease", "apply_struct" (per structural proposal id: called with
@@ -127,6 +127,12 @@ class Ctx:
     @property
     def max_lai(self) -> int:
         return self.props + self.lease_changes + self.reproposals
+
+    @property
+    def log_len(self) -> int:
+        """Raft log entries per range: one per LAI a range can assign (every proposal,
+        lease command and reproposal), twice over if Raft may duplicate them."""
+        return self.max_lai * (2 if self.duplicate else 1)
 
     @property
     def closed_hi(self) -> int:
