@@ -232,11 +232,14 @@ class Pool:
         layout = self.kernel.layout
         total = sum(len(arrays[0]) for arrays in shares)
         gen = np.empty(total, dtype=np.result_type(np.uint32, *(a[1] for a in shares)))
-        fps = np.empty(total if self.keeps_states else 0, dtype=U64)
-        words = [] if not self.keeps_states else [fps] if layout.exact else [
-            np.empty(total, dtype=U64) for _ in range(layout.n_words)]
+        fps, words = np.empty(0, dtype=U64), []
+        outs = [gen]  # what each worker sends after the places (`_Worker.level`)
+        if self.keeps_states:
+            fps = np.empty(total, dtype=U64)
+            words = [fps] if layout.exact else [np.empty(total, dtype=U64)
+                                                for _ in range(layout.n_words)]
+            outs += [fps] if layout.exact else [fps, *words]
         for ranks, *columns in shares:  # each owner's states go to their places
-            outs = [gen, fps, *([] if layout.exact else words)] if self.keeps_states else [gen]
             for out, column in zip(outs, columns, strict=True):
                 out[ranks] = column
         return fps, gen, words
@@ -454,7 +457,6 @@ class _Worker:
         self.outbox.put(("level", (level.summary(), self.visited.nbytes), []))
         states = [fps, *([] if exact else words)] if self.sends_states else []
         self.outbox.put(("states", None, [places, gen, *states]))
-        del states
         give_back_freed_memory()  # before the visited set grows, as in one process
         self.visited.add_sorted(fps)
         self.ranks, self.words = places, words
