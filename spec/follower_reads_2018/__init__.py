@@ -8,6 +8,8 @@ RFC sections to components, invariants and models):
 
 - `mpt.py`        the min proposal tracker of the origin store n1
 - `writes.py`     the write path: Track, LAI, release, propose
+- `reproposals.py` a write rejected for its LAI proposed again with a new LAI, through
+                  the MPT again (#42821, #42939)
 - `transport.py`  n1's periodic close and its updates; the lossy in-order transport;
                   the receivers' per-origin (epoch, seq, closed, MLAI map) state
 - `epochs.py`     liveness epochs, takeovers, restarts, lease transfers
@@ -28,7 +30,16 @@ from __future__ import annotations
 
 from checker.errors import ModelError
 from checker.lang import And, Int, Spec
-from spec.follower_reads_2018 import epochs, reads, structure, transport, views, window, writes
+from spec.follower_reads_2018 import (
+    epochs,
+    reads,
+    reproposals,
+    structure,
+    transport,
+    views,
+    window,
+    writes,
+)
 from spec.follower_reads_2018.narration import narrate
 from spec.follower_reads_2018.parts import NONE, ORIGIN, V1
 from spec.log_driven import follower_reads, raft, symmetry
@@ -60,6 +71,8 @@ P.param("losses", True, "the network may drop an update")
 P.param("mlai_requests", True, "receivers may ask n1 for a missing MLAI")
 P.param("reorder", False, "Raft may append proposals out of LAI order")
 P.param("duplicate", False, "Raft may append a proposal a second time (a reproposal)")
+P.param("reproposals", 0, "new-LAI reproposals a run may make: a write n1's replica "
+        "rejects for its LAI is proposed again, through the MPT (0: none)", min=0, max=2)
 P.param("window", False, "liveness models: renumber time, LAIs and sequence numbers")
 P.param("keep_previous", False, "receivers keep the previous closed ts (RFC 'Lagging "
         "followers' fix)")
@@ -77,6 +90,14 @@ for _name, _doc in {
                            "writes (found by this model; the safe start is just below it).",
     "SubsumedKeepsEmitting": "M33 (#44878). A subsumed range keeps publishing its real LAI "
                              "instead of LAI + 1, so followers use newer closed ts.",
+    "ReproposeBypassesMPT": "#42821 (before #42939). A write rejected for its LAI is "
+                            "proposed again with a new LAI without going through the MPT: "
+                            "never tracked, never released, never giving up.",
+    "ReproposeBelowClosed": "The reproposal goes through the MPT but does not give up when "
+                            "its ts is below Track's minimum (next + 1), where a closed ts "
+                            "covering it may already be out.",
+    "ReproposeWithoutMLAI": "The reproposal is tracked (its ts protected) but released "
+                            "with zeros, so its new LAI never reaches an MLAI map.",
 }.items():
     P.mutation(_name, _doc)
 
@@ -105,10 +126,17 @@ def _build(m, p):
         raise ModelError("SplitInitAtSplitLAI needs structure = 'split'")
     if "SubsumedKeepsEmitting" in p.mutations and p.structure != "merge":
         raise ModelError("SubsumedKeepsEmitting needs structure = 'merge'")
+    if p.reproposals and (C or p.init_holder or p.structure == "merge" or p.window):
+        raise ModelError("reproposals are modelled for writes n1 proposes: lease_changes "
+                         "= 0, init_holder = 0, no merge, no window")
+    repropose_muts = {"ReproposeBypassesMPT", "ReproposeBelowClosed", "ReproposeWithoutMLAI"}
+    if repropose_muts & set(p.mutations) and not p.reproposals:
+        raise ModelError("reproposal mutations need reproposals >= 1")
     structural = p.structure != "none"
     ctx = Ctx(nodes=N, keys=p.keys, writes=W, reads=p.reads, duplicate=p.duplicate,
               max_ts=p.max_ts, target=p.target, lease_exp=p.max_ts + 2, muts=p.mutations,
-              lease_changes=C, structure=p.structure, split_key=p.split_key)
+              lease_changes=C, structure=p.structure, split_key=p.split_key,
+              reproposals=p.reproposals)
     if "EpochPollution" in p.mutations and not p.mlai_requests:
         raise ModelError("EpochPollution needs mlai_requests = true")
     v = V1(nodes=N, ranges=ctx.ranges, writes=W, lease_changes=C, epochs=p.epochs,
@@ -121,6 +149,8 @@ def _build(m, p):
     holders = [p.init_holder] + ([ORIGIN] if structural else [])
     epochs.add(m, p, ctx, v, holders)
     writes.add(m, p, ctx, v)
+    if p.reproposals:
+        reproposals.add(m, ctx, v)
     transport.add(m, ctx, v)
     raft.add(m, p, ctx)
     if p.structure == "split":

@@ -41,7 +41,11 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
                 f"{params['k']} at "
                 f"{after['wts'][w]} (client ts {params['c']}){tracked}; {_mpt(after)}")
     if action == "propose":
-        return (f"w{w + 1} gets LAI {after['wlai'][w]} and is proposed"
+        again = " again" if before["wlai"][w] else ""
+        released = " (its LAI reaches no MLAI)" if before["wmpt"][w] and again and \
+            after["right_mlai"] == before["right_mlai"] and \
+            after["left_mlai"] == before["left_mlai"] else ""
+        return (f"w{w + 1} gets LAI {after['wlai'][w]} and is proposed{again}{released}"
                 + (f"; {_mpt(after)}" if before["wmpt"][w] else ""))
     if action == "close":
         if after["ct_seq"] == before["ct_seq"] and after["ct_closed"] == before["ct_closed"]:
@@ -82,6 +86,8 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "append_lease":
         return f"Raft appends lease #{params['j']} at log index {before['loglen'][0]}"
     g = params.get("g", 0)
+    if action == "apply" and before["log"][g][before["applied"][g][n]] < len(before["wkey"]):
+        return _apply_write(before, after, g, n)
     if action == "apply" and before["log"][g][before["applied"][g][n]] >= len(before["wlai"]):
         j = before["log"][g][before["applied"][g][n]] - len(before["wlai"]) + 2
         took = after["lseq"][g][n] != before["lseq"][g][n]
@@ -107,3 +113,41 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "truncate":
         return "Raft truncates the log entry every replica applied; its write slot is free"
     return narrate_raft(action, params, before, after)
+
+
+def _apply_write(before: dict, after: dict, g: int, n: int) -> str:
+    """Replica (g, n) applies a write's entry (2018 commands carry no closed ts); a
+    rejection on n1's replica may re-propose it (reproposals.py)."""
+    index = before["applied"][g][n]
+    e = before["log"][g][index]
+    lai = before["elai"][g][index] if "elai" in before else before["wlai"][e]
+    head = f"{node_name(n)} applies log[{index}] = w{e + 1} (LAI {lai}) on {range_name(g)}"
+    if after["lai"][g][n] != before["lai"][g][n]:
+        return f"{head}: accepted, its LAI is now {after['lai'][g][n]}"
+    why = f"applied LAI is {before['lai'][g][n]}"
+    if "lseq" in before and before["wseq"][e] != before["lseq"][g][n]:
+        why = f"proposed under lease #{before['wseq'][e]}, the replica has #" \
+              f"{before['lseq'][g][n]}"
+    head = f"{head}: rejected ({why})"
+    if before["wphase"][e] == after["wphase"][e]:
+        return head
+    return _reproposal(before, after, e, head)
+
+
+def _reproposal(before: dict, after: dict, e: int, head: str) -> str:
+    """n1's replica rejected write e's newest entry for its LAI, and n1 proposes it
+    again (through the MPT, `tryReproposeWithNewLeaseIndex`) or gives up."""
+    minimum = before["mpt_next"] + 1
+    ts = before["wts"][e]
+    if after["wphase"][e] == "failed":
+        if before["reproposals_left"] == 0:
+            return f"{head}; the model allows no more reproposals: the client gets an error"
+        return (f"{head}; n1 gives up on w{e + 1}: its ts {ts} is below the MPT's minimum "
+                f"{minimum} (next + 1), a closed ts covering it may be out, and the client "
+                "gets an error")
+    if not after["wmpt"][e]:
+        return (f"{head}; w{e + 1} is re-proposed at {ts} for a new LAI without going "
+                f"through the MPT (next is {before['mpt_next']})")
+    where = "above" if ts >= minimum else "below"
+    return (f"{head}; w{e + 1} is re-proposed: tracked by n1's MPT again at {ts}, {where} "
+            f"its minimum {minimum} (next + 1), and waits for a new LAI; {_mpt(after)}")

@@ -178,14 +178,17 @@ def add(m: Any, ctx: Any, v: V1) -> None:
     def MLAICoversWrites(s):  # noqa: N802
         """V2: every write n1 tracked in epoch e at a ts at or below a receiver's
         closed ts for epoch e is proposed, with an LAI at or below the receiver's
-        MLAI for its range (when it has one)."""
+        MLAI for its range (when it has one). For a write proposed again with a new
+        LAI (#42821) that is its newest LAI, the only one that can still apply; a
+        write that gave up (`failed`) never applies."""
         def covered(n: int, w: int) -> Any:
             return And(*[Implies(rng(s, ctx, w) == g, Or(
                 s.rc_mlai[n][g] == NONE, s.wlai[w] <= s.rc_mlai[n][g])) for g in range(R)])
         return ForAll([(n, w) for n in range(1, N) for w in range(v.writes)],
                       lambda nw: Implies(
                           And(s.rc_epoch[nw[0]] != 0, s.wepoch[nw[1]] == s.rc_epoch[nw[0]],
-                              s.wphase[nw[1]] != WPhase.idle, s.worigin[nw[1]],
+                              s.wphase[nw[1]] != WPhase.idle,
+                              s.wphase[nw[1]] != WPhase.failed, s.worigin[nw[1]],
                               s.wts[nw[1]] <= s.rc_closed[nw[0]]),
                           And(s.wphase[nw[1]] == WPhase.flushed, covered(*nw))))
 

@@ -95,7 +95,8 @@ def events(step: Step) -> list[Event]:
         w = p["w"]
         return [Event(node_name(p["h"]), f"w{w + 1} evaluates {p['k']}@{after['wts'][w]}")]
     if a == "propose":
-        return [Event("n1", f"propose w{p['w'] + 1} at LAI {after['wlai'][p['w']]}")]
+        again = "re-propose" if before["wlai"][p["w"]] else "propose"
+        return [Event("n1", f"{again} w{p['w'] + 1} at LAI {after['wlai'][p['w']]}")]
     if a == "close":
         if after["ct_seq"] == before["ct_seq"] and after["ct_closed"] == before["ct_closed"]:
             return [Event("n1", "close: nothing sent")]
@@ -113,8 +114,13 @@ def events(step: Step) -> list[Event]:
     if a == "apply":
         g, n = p.get("g", 0), p["n"]
         took = after["lai"][g][n] != before["lai"][g][n] or after["lseq"] != before["lseq"]
+        e = before["log"][g][before["applied"][g][n]]
+        fate = ""
+        if 0 <= e < len(before["wkey"]) and before["wphase"][e] != after["wphase"][e]:
+            fate = f"; w{e + 1} fails" if after["wphase"][e] == "failed" \
+                else f"; w{e + 1} re-proposed"
         return [Event(node_name(n), f"apply log[{before['applied'][g][n]}]: "
-                                    + ("accepted" if took else "rejected"))]
+                                    + ("accepted" if took else "rejected") + fate)]
     if a == "read":
         return [Event(node_name(p["n"]), f"read {p['k']}@{p['t']}")]
     if a in ("expire", "heartbeat", "restart"):

@@ -68,11 +68,16 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
         s.wseq[w] = s.lcount[g]
         s.wphase[w] = WPhase.evaluating
 
+    without_mlai = v.mutated("ReproposeWithoutMLAI")
+
     @m.action(w=range(W))
     def propose(s, w):
         """Write w gets its range's next LAI, is released into n1's MPT if n1 tracked it
-        (`done(LAI)`, with the epoch it was tracked in) and is proposed to Raft."""
+        (`done(LAI)`, with the epoch it was tracked in) and is proposed to Raft; a
+        reproposal (reproposals.py) takes the same path with its new LAI."""
         require(s.wphase[w] == WPhase.evaluating)
+        # ReproposeWithoutMLAI: a reproposal (it had an LAI) releases with zeros
+        epoch = If(s.wlai[w] != 0, 0, s.wepoch[w]) if without_mlai else s.wepoch[w]
         for g in range(G):
             mine = rng(s, ctx, w) == g
             require(If(mine, s.assigned_lai[g] < v.lai_hi, True))
@@ -81,7 +86,7 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1) -> None:
                                                   s.assigned_lai[1])
         s.wlai[w] = lai
         for g in range(G):
-            mpt.release(s, v, s.wleft[w], s.wepoch[w], g, lai,
+            mpt.release(s, v, s.wleft[w], epoch, g, lai,
                         when=s.wmpt[w] if G == 1 else And(s.wmpt[w], s.wrng[w] == g))
         s.wmpt[w] = False
         s.wphase[w] = WPhase.flushed
