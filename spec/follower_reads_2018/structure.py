@@ -35,10 +35,18 @@ from spec.log_driven.parts import Ctx, WPhase
 
 
 def _settled(s: Any, ctx: Ctx, g: int) -> Any:
-    """No write of range g is evaluating, or proposed and not yet applied on n1."""
+    """No write of range g holds its latches: none is evaluating, or proposed and not
+    yet applied on n1. Without reproposals an entry at or below n1's LAI is decided;
+    with them, one n1 rejected may come back (reproposals.py), so a write is settled
+    only once n1 accepted it or it gave up."""
+    def done(w: int) -> Any:
+        if ctx.reproposals:
+            return Or(s.wphase[w] == WPhase.failed,
+                      And(s.wphase[w] == WPhase.flushed, s.has[ORIGIN][w]))
+        return And(s.wphase[w] == WPhase.flushed, s.wlai[w] <= s.lai[g][ORIGIN])
+
     return ForAll(range(ctx.writes), lambda w: Implies(rng(s, ctx, w) == g, Or(
-        s.wphase[w] == WPhase.idle,
-        And(s.wphase[w] == WPhase.flushed, s.wlai[w] <= s.lai[g][ORIGIN]))))
+        s.wphase[w] == WPhase.idle, done(w))))
 
 
 def _propose_struct(s: Any, ctx: Ctx, v: V1) -> None:
