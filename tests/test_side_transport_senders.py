@@ -29,8 +29,9 @@ enabled = partial(scenarios.enabled_after, LOG_DRIVEN)
 
 # n1 closes r1 and tells n3; n1 transfers the lease to n2 (flushed at LAI 1); n2 and n1
 # apply it; a tick later n2 closes r1 at LAI 1 and n1 removes it; n3 hears both.
-HANDOVER = ["publish(x=0)", "deliver(x=0, n=2)", "transfer_lease(g=0, x=1)",
-            "flush(g=0, w=1)", "append_lease(g=0, j=2)", "apply(g=0, n=1)", "apply(g=0, n=0)",
+HANDOVER = ["publish(x=0)", "deliver(x=0, n=2)", "transfer_lease(g=0, y=0, x=1)",
+            "flush(g=0, x=0, w=1)", "append_lease(g=0, j=2)", "apply(g=0, n=1)",
+            "apply(g=0, n=0)",
             "tick()", "publish(x=1)", "publish(x=0)", "deliver(x=1, n=2)", "deliver(x=0, n=2)"]
 
 
@@ -54,34 +55,38 @@ def test_a_receiver_keeps_one_state_per_sender():
     assert end["rv_tracked"][0][2] == [False]  # n1's stream removed r1 ...
     assert end["rv_tracked"][1][2] == [True] and end["rv_lai"][1][2] == [1]  # ... n2's has it
     assert end["rv_closed"][0][2] == [1] and end["rv_closed"][1][2] == [1]
-    # n3 is at LAI 0: it stashes n2's closed ts for LAI 1 and keeps n1's for LAI 0
-    assert (end["side_ts"][0][0][2], end["side_lai"][0][0][2]) == (0, 0)
-    assert (end["next_ts"][1][0][2], end["next_lai"][1][0][2]) == (1, 1)
+    # n1's removal handed n3's replica n1's previous closed ts, 0 at LAI 0; n2's closed ts
+    # for LAI 1 waits in n3's receiver until the replica asks for it
+    assert (end["side_ts"][0][2], end["side_lai"][0][2]) == (0, 0)
+    assert (end["next_ts"][0][2], end["next_lai"][0][2]) == (-1, 0)
+    asked = play(THREE, HANDOVER + ["pull(g=0, n=2)"])[-1]
+    assert asked == end  # n3 is still on n1's lease: it asks n1's stream, which has nothing
 
 
 def test_a_replica_reads_the_stream_of_the_lease_it_applied():
     """n3 still on n1's lease may read at n1's closed ts 0, not at n2's 1; once it applies
     the transfer (LAI 1) it uses n2's stream, whose stashed closed ts 1 is promoted."""
     read_at = "read(i=0, g=0, n=2, k=a, t={t})"
-    assert not enabled(THREE, HANDOVER, read_at.format(t=1))
-    after = play(THREE, HANDOVER + ["apply(g=0, n=2)"])[-1]
-    assert after["lseq"][0][2] == 2 and after["side_ts"][1][0][2] == 1
-    assert enabled(THREE, HANDOVER + ["apply(g=0, n=2)"], read_at.format(t=1))
+    assert not enabled(THREE, HANDOVER + ["pull(g=0, n=2)"], read_at.format(t=1))
+    moved = HANDOVER + ["apply(g=0, n=2)", "pull(g=0, n=2)"]
+    after = play(THREE, moved)[-1]
+    assert after["lseq"][0][2] == 2 and (after["side_ts"][0][2], after["side_lai"][0][2]) == (1, 1)
+    assert enabled(THREE, moved, read_at.format(t=1))
 
 
 def test_a_break_resets_one_stream_and_the_next_message_is_a_snapshot():
     s = play(dict(THREE, publishes=3), HANDOVER[:2] + [
-        "publish(x=0)", "break_stream(x=0, n=2)", "publish(x=0)"])
-    broken = s[4]
+        "pull(g=0, n=2)", "publish(x=0)", "break_stream(x=0, n=2)", "publish(x=0)"])
+    broken = s[5]
     assert not broken["rv_ok"][0][2] and broken["fresh"][0][2] and broken["q_len"][0][2] == 0
-    assert broken["side_ts"][0][0][2] == 0  # n3's replica keeps what it copied
+    assert broken["side_ts"][0][2] == 0  # n3's replica keeps what it asked for
     assert broken["q_len"][0][1] == 2  # the stream to n2 is untouched
-    assert s[5]["q_snap"][0][2][0] and not s[5]["q_snap"][0][1][2]
+    assert s[6]["q_snap"][0][2][0] and not s[6]["q_snap"][0][1][2]
 
 
 def test_a_restart_drops_only_the_restarted_nodes_streams():
     params = dict(THREE, restarts=True, stream_breaks=False)
-    labels = ["transfer_lease(g=0, x=1)", "flush(g=0, w=1)", "append_lease(g=0, j=2)",
+    labels = ["transfer_lease(g=0, y=0, x=1)", "flush(g=0, x=0, w=1)", "append_lease(g=0, j=2)",
               "apply(g=0, n=1)",
               "tick()", "publish(x=1)", "publish(x=0)", "restart()"]
     s = play(params, labels)
@@ -96,15 +101,15 @@ def test_a_restart_drops_only_the_restarted_nodes_streams():
 def test_a_message_carries_one_closed_ts_per_policy_group():
     params = {"nodes": 2, "keys": 1, "writes": 1, "reads": 0, "max_ts": 4, "target": 1,
               "lead": 2, "policy_flip": True, "side_transport": True, "publishes": 2}
-    s = play(params, ["publish(x=0)", "deliver(x=0, n=1)", "flip_policy()", "tick()",
-                      "publish(x=0)", "deliver(x=0, n=1)"])
-    lag = s[2]
+    s = play(params, ["publish(x=0)", "deliver(x=0, n=1)", "pull(g=0, n=1)", "flip_policy()",
+                      "tick()", "publish(x=0)", "deliver(x=0, n=1)", "pull(g=0, n=1)"])
+    lag = s[3]
     assert lag["rv_closed"][0][1] == [0, 3]  # LAG now - 1, LEAD now + 2
-    assert lag["rv_grp"][0][1] == [0] and lag["side_ts"][0][0][1] == 0
-    lead = s[6]  # the flip to LEAD is sent explicitly: same LAI, new group
-    assert s[5]["q_entry"][0][1][0] == ["upsert"]
+    assert lag["rv_grp"][0][1] == [0] and lag["side_ts"][0][1] == 0
+    lead = s[8]  # the flip to LEAD is sent explicitly: same LAI, new group
+    assert s[6]["q_entry"][0][1][0] == ["upsert"]
     assert lead["rv_closed"][0][1] == [1, 4] and lead["rv_grp"][0][1] == [1]
-    assert lead["side_ts"][0][0][1] == 4
+    assert lead["side_ts"][0][1] == 4
 
 
 def test_the_bump_asks_the_trackers_lower_bound():
@@ -119,12 +124,12 @@ def test_the_bump_asks_the_trackers_lower_bound():
               "tick()", "publish(x=0)"]
     s = play(params, labels)
     stale = s[-2]
-    assert stale["wts"] == [3, 1] and stale["tb_ts"][0][stale["tb_first"][0]] == 1
+    assert stale["wts"] == [3, 1] and stale["tb_ts"][0][0][stale["tb_first"][0][0]] == 1
     published = s[-1]
     assert published["hist_bump"][0][1] == [-1] and not published["pub_tracked"][0][0]
-    assert published["assigned_closed"] == stale["assigned_closed"] == [0]
+    assert published["assigned_closed"] == stale["assigned_closed"] == [[0]]
     heap = play(dict(params, tracker="heap"), labels)[-1]
-    assert heap["hist_bump"][0][1] == [1] and heap["assigned_closed"] == [2]
+    assert heap["hist_bump"][0][1] == [1] and heap["assigned_closed"] == [[2]]
 
 
 def test_senders_need_lease_changes():
@@ -148,8 +153,8 @@ def _check(name: str, mutations: tuple[str, ...] | None = None,
 # mutation model -> (the invariant it violates, the counterexample's length if fixed here)
 CAUGHT = {
     "log_driven_mutation_side_receiver_shared_across_senders": ("SideLAINeverRegresses", None),
-    "log_driven_mutation_side_break_forgets_copies": ("SideClosedNeverRegresses", 4),
-    "log_driven_mutation_side_range_gets_other_group": ("NoStaleRead", 8),
+    "log_driven_mutation_side_break_forgets_copies": ("SideClosedNeverRegresses", 5),
+    "log_driven_mutation_side_range_gets_other_group": ("NoStaleRead", 9),
     "log_driven_mutation_side_removal_with_new_closed": ("RemovalKeepsPreviousClosed", 6),
     "log_driven_mutation_side_bump_reads_upper_bucket": ("NoStaleRead", 8),
     "log_driven_mutation_side_bump_at_lower_bound": ("NoStaleRead", 8),

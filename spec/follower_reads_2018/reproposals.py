@@ -56,8 +56,8 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
     bypass = v.mutated("ReproposeBypassesMPT")
     never_gives_up = bypass or v.mutated("ReproposeBelowClosed")
 
-    def repropose(s: Any, g: int, e: Any, rejected: Any) -> None:
-        """n1's replica of range g rejected proposal e's newest entry for its LAI
+    def repropose(s: Any, g: int, n: int, e: Any, rejected: Any) -> None:
+        """n1's replica (n) of range g rejected proposal e's newest entry for its LAI
         (`rejected`): Track() it again and send it back to `propose`, or give up when
         its ts is below Track's minimum, `next + 1` (`tryReproposeWithNewLeaseIndex`)."""
         for w in range(W):

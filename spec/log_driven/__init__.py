@@ -12,7 +12,9 @@ sections to components, invariants and models):
 - `follower_reads.py` follower reads and the end-to-end NoStaleRead guarantee
 - `leases.py`        lease requests and transfers
 - `policy.py`        LAG/LEAD targets, the lease's ceiling, policy flips
+- `clocks.py`        one clock, or one per node within the maximum clock offset
 - `side_transport.py` closed timestamps for idle ranges, off the log
+- `side_access.py`   each replica's side-transport closed ts (cur, next)
 - `restarts.py`      a restart of the side-transport sender
 - `splits.py`, `merges.py` a second range, created by a split, merged away, or both
 - `lemmas.py`        the single-range core's inductive strengthening, for `ctmc prove`
@@ -23,8 +25,9 @@ sections to components, invariants and models):
 from __future__ import annotations
 
 from checker.errors import ModelError
-from checker.lang import Int, Spec, require
+from checker.lang import Spec
 from spec.log_driven import (
+    clocks,
     follower_reads,
     leases,
     lemmas,
@@ -70,7 +73,7 @@ LOG_DRIVEN.param("stream_breaks", False, "side transport: streams may break")
 LOG_DRIVEN.param("restarts", False, "n1 (the side-transport sender) may restart once, "
                  "losing its in-flight proposals and streams; its leases are proscribed")
 LOG_DRIVEN.param("lease_changes", 0, "component: lease requests and transfers after n1's "
-                 "initial lease (0: n1 keeps it)", min=0, max=2)
+                 "initial lease (0: n1 keeps it)", min=0, max=3)
 LOG_DRIVEN.param("lease_duration", 3, "how long a new lease lasts", min=1)
 LOG_DRIVEN.param("lead", 0, "LEAD policy: close now + lead (0: LAG only)", min=0)
 LOG_DRIVEN.param("policy", "lag", "the range's initial policy", choices=("lag", "lead"))
@@ -161,17 +164,36 @@ for _name, _doc in {
     "ExtensionCarriesClosed": "A lease extension is flushed like a write and carries a closed "
                               "ts, but it has no LAI, so it can apply after a command that "
                               "carried a higher one (§2.5 reason (i)).",
-    "ExtensionResetsAssignedClosed": "Flushing a lease extension sets the assigned closed ts "
-                                     "to the lease start instead of leaving it (#63672).",
+    "LeaseRequestSetsAssignedClosed": "Flushing a lease request or extension sets the "
+                                      "proposer's assigned closed ts to the requested lease's "
+                                      "start instead of leaving it (#63672, "
+                                      "TestRejectedLeaseDoesntDictateClosedTimestamp).",
+    "NewRHSLeaseIgnoresMergeIntent": "A node that takes r2's lease over while the merge's "
+                                     "deletion intent exists does not freeze r2, so it "
+                                     "writes and closes past what Subsume reported "
+                                     "(§5.3 maybeWatchForMergeLocked).",
+    "PromotionRegressesExpiration": "Promoting an expiration-based lease to an epoch-based "
+                                    "one takes the liveness record's expiration as is, "
+                                    "below the old lease's: another node may then take the "
+                                    "lease over below what the holder closed (#121480, fixed "
+                                    "by #123442).",
+    "FollowerReadIgnoresUncertainty": "A follower read compares only its read ts with the "
+                                      "closed ts, not its uncertainty limit (read ts + max "
+                                      "offset): a write in the uncertainty window that "
+                                      "committed before the read is missed (#36247).",
+    "ReadsAtLeaseStart": "A replica serves follower reads up to its applied lease's start "
+                         "as well as its closed ts (#35130); a lease change around a merge "
+                         "then serves r2's keys above what the merge's timestamp-cache bump "
+                         "protects (#60929, fixed by #62570).",
+    "InjectedLAIMayBeReal": "An injected stale LAI (lai_errors) is 1, which a real proposal "
+                            "may also get and a replica at LAI 0 accepts, so an injected "
+                            "command carrying a higher closed ts can win LAI 1 (#118017, "
+                            "fixed by reserving LAI 1: #121965).",
     "WriteAtLeaseStart": "A new leaseholder's writes may land at its lease start: the "
                          "timestamp cache's low water is taken as inclusive (§6).",
     "NoTimestampCacheOnLeaseChange": "A new leaseholder does not raise its timestamp cache "
                                      "to the lease start, so its writes are bounded only by "
                                      "the closed ts it applied (§6, A9).",
-    "SplitSeedsEvaluatingNode": "When a replica applies the split, the right-hand side's "
-                                "proposal buffer is seeded on the node that evaluated it, even "
-                                "after r2's lease moved to another node (§5.1 "
-                                "splitPostApply's lease hook runs per replica).",
     "TransferWithoutReadSummary": "After a merge, a transfer of r1's lease does not hand the "
                                   "read summary over, so the new holder's timestamp cache "
                                   "over r2's keys forgets the merge's bump (§5.2 caveat).",
@@ -179,6 +201,15 @@ for _name, _doc in {
     LOG_DRIVEN.mutation(_name, _doc)
 LOG_DRIVEN.param("lease_extensions", False, "the leaseholder may extend its lease through "
                  "its proposal buffer (each extension is one of the lease_changes)")
+LOG_DRIVEN.param("max_offset", 0, "the maximum clock offset: nodes' clocks differ by at most "
+                 "this, and a lease is unusable for requests this close to its expiration "
+                 "(0: one clock)", min=0, max=2)
+LOG_DRIVEN.param("lease_type", "expiration", "new leases are expiration-based, or epoch-based "
+                 "(valid while their holder's liveness record is, in its epoch; a transferred "
+                 "lease arrives expiration-based and its holder promotes it)",
+                 choices=("expiration", "epoch"))
+LOG_DRIVEN.param("lai_errors", 0, "stale LAIs a run may inject at flush, as CockroachDB's "
+                 "tests do to drive reproposals from any state (0: none)", min=0, max=2)
 
 # -- issue 12: several side-transport senders, policy groups, the tracker's lower bound -------
 # (parameters and mutations of side_transport.py)
@@ -225,8 +256,7 @@ def _build(m, p):
         if p.tracker == "rfc":
             raise ModelError("the RFC tracker is modelled for one range: structure must be none")
     needs = {"SplitClosedAtEval": "split", "SplitRHSZero": "split",
-             "MergeWithoutTimestampCacheBump": "merge", "SplitSeedsEvaluatingNode": "split",
-             "TransferWithoutReadSummary": "merge"}
+             "MergeWithoutTimestampCacheBump": "merge", "NewRHSLeaseIgnoresMergeIntent": "merge"}
     for mutation, structure in needs.items():
         if mutation in p.mutations and structure not in p.structure.split("_"):
             raise ModelError(f"{mutation} needs structure = {structure!r} or 'split_merge'")
@@ -235,7 +265,8 @@ def _build(m, p):
     lease_muts = ("SideCloseUnderRevokedLease", "NoFloorOnLeaseAcquire",
                   "LeaseRequestCarriesStart", "NoLeaseSequenceCheck", "TransferCarriesNoClosed",
                   "WriteAtLeaseStart", "NoTimestampCacheOnLeaseChange",
-                  "SplitSeedsEvaluatingNode", "TransferWithoutReadSummary")
+                  "TransferWithoutReadSummary", "LeaseRequestSetsAssignedClosed",
+                  "ReadsAtLeaseStart", "NewRHSLeaseIgnoresMergeIntent")
     if not p.lease_changes and any(x in p.mutations for x in lease_muts):
         raise ModelError("lease mutations need lease_changes >= 1")
     if not p.lease_extensions and any(x.startswith("Extension") for x in p.mutations):
@@ -244,22 +275,29 @@ def _build(m, p):
         raise ModelError("lease_extensions needs lease_changes >= 1")
     if not p.reproposals and any(x.startswith("Repropose") for x in p.mutations):
         raise ModelError("reproposal mutations need reproposals >= 1")
+    if "InjectedLAIMayBeReal" in p.mutations and not p.lai_errors:
+        raise ModelError("InjectedLAIMayBeReal needs lai_errors >= 1")
+    if p.lai_errors and p.tracker == "rfc":
+        raise ModelError("lai_errors is modelled with tracker=impl or heap")
     ctx = Ctx(nodes=p.nodes, keys=p.keys, writes=p.writes, reads=p.reads,
               max_ts=p.max_ts, target=p.target, lease_exp=p.lease_exp or p.max_ts + p.lead + 2,
               muts=p.mutations, lead=p.lead, lease_changes=p.lease_changes,
               structure=p.structure, split_key=p.split_key, restarts=p.restarts,
               reproposals=p.reproposals, lease_extensions=p.lease_extensions,
-              duplicate=p.duplicate)
+              duplicate=p.duplicate, lease_bases=bool(p.lease_changes),
+              max_offset=p.max_offset, epochs=p.lease_type == "epoch")
+    if p.max_offset and p.tracker == "rfc":
+        raise ModelError("the RFC tracker is modelled with one clock: max_offset = 0")
+    if p.lease_type == "epoch" and not p.lease_changes:
+        raise ModelError("lease_type = 'epoch' needs lease_changes >= 1")
+    if "PromotionRegressesExpiration" in p.mutations and p.lease_type != "epoch":
+        raise ModelError("PromotionRegressesExpiration needs lease_type = 'epoch'")
+    if "FollowerReadIgnoresUncertainty" in p.mutations and not p.max_offset:
+        raise ModelError("FollowerReadIgnoresUncertainty needs max_offset >= 1")
     if p.target > p.max_ts:
         raise ModelError(f"target={p.target} must be <= max_ts={p.max_ts}")
 
-    m.var("now", Int(p.target, p.max_ts), init=p.target, doc="the (single) clock")
-
-    @m.action()
-    def tick(s):
-        require(s.now < p.max_ts)
-        s.now = s.now + 1
-
+    clocks.add(m, p, ctx)
     policy.add(m, p, ctx)
     tracker = Tracker(p.tracker, ctx, p.close_before_untrack, p.keep_cur_ts)
     if p.lease_changes:

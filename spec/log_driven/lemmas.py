@@ -36,12 +36,14 @@ from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
 from spec.tracker import buffer_lists
 
 G = 0  # the core has one range
+X = 0  # and n1 proposes for it
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
     """The lemmas are about the single-range core with a lock-free or heap tracker."""
     return (ctx.ranges == 1 and not ctx.lease_changes and not p.side_transport
-            and not ctx.restarts and not ctx.reproposals and p.tracker in ("impl", "heap"))
+            and not ctx.restarts and not ctx.reproposals and not p.lai_errors
+            and p.tracker in ("impl", "heap"))
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -56,7 +58,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def BufferListsBuffered(s):  # noqa: N802 - property names are CamelCase
         """buf[0..buflen) lists each buffered proposal once and nothing else: finish
         never writes past the buffer, and flush takes a buffered proposal."""
-        return buffer_lists(s.buf[G], s.buflen[G], lambda w: s.wphase[w] == WPhase.buffered, P)
+        return buffer_lists(s.buf[G][X], s.buflen[G][X],
+                            lambda w: s.wphase[w] == WPhase.buffered, P)
 
     @m.lemma
     def LAIsAssignedOnce(s):  # noqa: N802
@@ -65,13 +68,13 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         assigned closed ts: a new flush gets a fresh, highest LAI."""
         per = ForAll(range(P), lambda w: If(
             flushed(s, w),
-            And(s.wlai[w] >= 1, s.wlai[w] <= s.assigned_lai[G], s.wcts[w] >= 0,
-                s.wcts[w] <= s.assigned_closed[G]),
+            And(s.wlai[w] >= 1, s.wlai[w] <= s.assigned_lai[G][X], s.wcts[w] >= 0,
+                s.wcts[w] <= s.assigned_closed[G][X]),
             And(s.wlai[w] == 0, s.wcts[w] == NIL)))
         distinct = ForAll([(a, b) for a in range(P) for b in range(a + 1, P)],
                           lambda ab: Implies(And(flushed(s, ab[0]), flushed(s, ab[1])),
                                              s.wlai[ab[0]] != s.wlai[ab[1]]))
-        count = s.assigned_lai[G] == sum(If(flushed(s, w), 1, 0) for w in range(P))
+        count = s.assigned_lai[G][X] == sum(If(flushed(s, w), 1, 0) for w in range(P))
         return And(per, distinct, count)
 
     @m.lemma
@@ -106,14 +109,14 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             ts is at most b2's: a write joining b2 is then above the lower bound, and
             a drained b1 swapped for b2 keeps the bound sound (reference §1.2). A set bucket
             holds a write's ts, so it is at least 1."""
-            b1 = s.tb_first[G]
+            b1 = s.tb_first[G][X]
 
             def empty(b: Any) -> Any:
                 return ForAll(range(W), lambda q: Not(And(tracked(s, q), s.tok[q] == b)))
             unset = ForAll(range(2), lambda b: And(
-                Implies(empty(b), s.tb_ts[G][b] == NIL),
-                Or(s.tb_ts[G][b] == NIL, s.tb_ts[G][b] >= 1)))
-            lo, hi = s.tb_ts[G][b1], s.tb_ts[G][1 - b1]
+                Implies(empty(b), s.tb_ts[G][X][b] == NIL),
+                Or(s.tb_ts[G][X][b] == NIL, s.tb_ts[G][X][b] >= 1)))
+            lo, hi = s.tb_ts[G][X][b1], s.tb_ts[G][X][1 - b1]
             return And(unset, Implies(And(lo != NIL, hi != NIL), lo <= hi))
 
     def at(s: Any, i: int) -> Any:

@@ -11,6 +11,17 @@ with both (`"split_merge"`) splits range 1 off and later merges it back. Each
 structural command is a proposal of range 0 (`ctx.split_id`, `ctx.merge_id`),
 and per node a flag says whether its replica of range 0 has applied it
 (`split_applied`, `merge_applied`): a node's replicas then cover the new spans.
+
+Proposers: every replica has its own proposal buffer, tracker, assigned LAI and
+assigned closed ts (reference §2.1: "per replica; only meaningful on the LH"). A
+node proposes for a range while the lease its own replica applied names it and is
+usable; when leases change, a node that lost the lease keeps its buffer, and what
+is left in it is flushed later and rejected below Raft. Without lease changes only
+n1 ever proposes, so the per-node arrays have one slot (`ctx.proposers`).
+
+Keys form one segment, or two when a split or merge divides them at `split_key`
+(left and right of it): each node's timestamp cache keeps a low water per segment
+(`tsc[n][seg]`), the store-wide cache keyed by span (reference §5.1, §5.2).
 """
 
 from __future__ import annotations
@@ -22,12 +33,11 @@ from checker.lang import And, Enum, Max, Not, Or
 
 NIL = -1  # unset timestamp: an empty tracker bucket, "nothing closed yet"
 
-# A proposal's lifecycle on the leaseholder. `released` is reached only under
+# A proposal's lifecycle on its proposer. `released` is reached only under
 # UntrackWholeBatchFirst and ReproposeWithoutTracking: buffered, but out of the
-# tracker. `failed`: the client
-# got an error (a reproposal gave up, or the lease moved away while it was evaluating or
-# buffered).
-WPhase = Enum("WPhase", "idle evaluating buffered released flushed failed")
+# tracker. `failed`: the client got an error (a reproposal gave up). `orphaned`:
+# flushed, then forgotten by its proposer in a restart (it may still reach the log).
+WPhase = Enum("WPhase", "idle evaluating buffered released flushed failed orphaned")
 
 KEY_NAMES = "abcdefgh"
 
@@ -71,12 +81,17 @@ class Ctx:
     # their own LAI and closed ts: `elai`, `ects`)
     lease_extensions: bool = False  # the leaseholder may extend its lease (leases.py)
     duplicate: bool = False  # Raft may append a command a second time
+    max_offset: int = 0  # the maximum clock offset between two nodes (`clocks.py`)
+    epochs: bool = False  # new leases are epoch-based (`leases.py`)
+    lease_bases: bool = False  # lease commands carry their sequence (`lbase`): renewals
+    # and extensions keep the one they extend
     # hooks a component offers others: "after_apply" (called with (s, g, n) when replica
     # (g, n) applies a log entry), "effective_closed" ((s, g, n) -> the closed ts reads
     # use), "apply_lease", "apply_struct" (per structural proposal id: called with
     # (s, n, accepted, first) when replica (r1, n) applies an entry of it)
     hooks: dict[str, Any] = field(default_factory=lambda: {"after_apply": [],
-                                                            "apply_struct": {}})
+                                                            "apply_struct": {},
+                                                            "lease_taken": []})
     key_type: Any = None
 
     def __post_init__(self) -> None:
@@ -119,6 +134,22 @@ class Ctx:
         return self.writes + len(self.struct_ids)
 
     @property
+    def proposers(self) -> int:
+        """Nodes with a proposal buffer of their own: every node when leases change,
+        else only n1."""
+        return self.nodes if self.lease_changes else 1
+
+    @property
+    def segments(self) -> int:
+        """Key segments the timestamp cache tells apart: left and right of the split
+        key when a split or merge divides the keys, else one."""
+        return 1 if self.structure == "none" else 2
+
+    def segment(self, k: Any) -> int:
+        """The segment of key k (a concrete key)."""
+        return 1 if self.rhs(k) else 0
+
+    @property
     def buffer_len(self) -> int:
         """Proposal buffer slots: every proposal, and every lease command (transfers and
         extensions go through the leaseholder's buffer)."""
@@ -138,6 +169,17 @@ class Ctx:
     def closed_hi(self) -> int:
         """Largest closed ts: the clock's bound, plus the lead of a LEAD policy."""
         return self.max_ts + self.lead
+
+    @property
+    def exp_hi(self) -> int:
+        """Largest lease expiration: beyond every closed ts."""
+        return self.closed_hi + 2
+
+    @property
+    def timestamp_cache(self) -> bool:
+        """Writes consult the store's timestamp cache (`tsc`): something raises it above
+        0 (a lease changing hands, a merge, a restart)."""
+        return bool(self.lease_changes or self.merges or self.restarts)
 
     @property
     def ts_hi(self) -> int:
@@ -165,20 +207,36 @@ def in_range(s: Any, ctx: Ctx, w: int, g: int) -> Any:
     return s.wrng[w] == g
 
 
-def tracked_in(s: Any, ctx: Ctx, w: int, g: int) -> Any:
-    return And(tracked(s, w), in_range(s, ctx, w, g))
+def proposer(s: Any, ctx: Ctx, w: int) -> Any:
+    """The node whose replica evaluated proposal w (n1 without lease changes)."""
+    return s.wnode[w] if ctx.proposers > 1 else 0
 
 
-def leaseholder(s: Any, ctx: Ctx, g: int) -> Any:
-    """The node whose proposal buffer serves range g (n1 unless leases change)."""
-    return s.lh[g] if ctx.lease_changes else 0
+def proposed_by(s: Any, ctx: Ctx, w: int, g: int, x: Any) -> Any:
+    """Proposal w belongs to range g and was evaluated by node x."""
+    if ctx.proposers == 1:
+        return in_range(s, ctx, w, g)
+    return And(in_range(s, ctx, w, g), s.wnode[w] == x)
+
+
+def tracked_in(s: Any, ctx: Ctx, w: int, g: int, x: Any) -> Any:
+    """Write w is in node x's tracker of range g."""
+    return And(tracked(s, w), proposed_by(s, ctx, w, g, x))
 
 
 def lease_base(s: Any, ctx: Ctx, g: int, j: Any) -> Any:
-    """The lease sequence of range g's lease command j: an extension keeps the sequence
-    of the lease it extends (`leases.py`), so writes proposed under either apply under
-    both."""
-    return s.lbase[g][j] if ctx.lease_extensions else j
+    """The lease sequence of range g's lease command j: an extension (or a request for
+    the holder's own expired lease) keeps the sequence of the lease it extends
+    (`leases.py`), so writes proposed under either apply under both."""
+    return s.lbase[g][j] if ctx.lease_bases else j
+
+
+def owns_applied_lease(s: Any, ctx: Ctx, g: int, x: Any) -> Any:
+    """The lease node x's replica of range g applied names x (n1 without lease
+    changes)."""
+    if not ctx.lease_changes:
+        return x == 0
+    return s.lholder[g][s.lseq[g][x]] == x
 
 
 def split_applied(s: Any, ctx: Ctx, n: Any) -> Any:
@@ -220,15 +278,13 @@ def covers(s: Any, ctx: Ctx, g: int, k: Any, n: Any) -> Any:
     return Or(Not(split_applied(s, ctx, n)), merge_applied(s, ctx, n))
 
 
-def write_floor(s: Any, ctx: Ctx, g: int, k: Any = None) -> Any:
-    """The lowest ts range g's leaseholder lets a write to key k take: above its
-    assigned closed ts, above its lease's start (the timestamp cache's low water for a
-    new lease), and, after a merge, above the right-hand side's timestamp cache."""
-    floor = s.assigned_closed[g] + 1
-    if ctx.lease_changes and not ctx.mutated("NoTimestampCacheOnLeaseChange"):
-        # the timestamp cache pushes writes strictly above the lease start
-        low = s.lh_low[g] if ctx.mutated("WriteAtLeaseStart") else s.lh_low[g] + 1
-        floor = Max(floor, low)
-    if ctx.merges and g == 0 and k is not None and ctx.rhs(k):
-        floor = Max(floor, s.rhs_tsc + 1)
+def write_floor(s: Any, ctx: Ctx, g: int, x: Any, k: Any) -> Any:
+    """The lowest ts node x lets a write to key k of range g take: above its replica's
+    assigned closed ts, and above its store's timestamp cache over k's segment (the
+    low water a new lease, a transfer's read summary, a merge or a restart left;
+    WriteAtLeaseStart takes the low water as inclusive)."""
+    floor = s.assigned_closed[g][x] + 1
+    if ctx.timestamp_cache:
+        tsc = s.tsc[x][ctx.segment(k)]
+        floor = Max(floor, tsc if ctx.mutated("WriteAtLeaseStart") else tsc + 1)
     return floor

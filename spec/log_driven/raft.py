@@ -10,9 +10,10 @@ becomes the replica's closed ts (§3.2), and is a claim: every later accepted
 write to the range's keys must be above it (ghost `claim_hi`, per range).
 
 With `reproposals`, a write rejected for its LAI on the proposer's own replica is
-proposed again with a new LAI (§2.9; `proposals.py` offers the "repropose" hook), so
-one proposal may have entries with different LAIs: each log entry then carries its
-own LAI and closed ts (`elai`, `ects`).
+proposed again with a new LAI (§2.9; the spec's write path offers the "repropose" hook:
+`proposals.py`, and the 2018 design's `reproposals.py`), so one proposal may have
+entries with different LAIs: each log entry then carries its own LAI and closed ts
+(`elai`, `ects`).
 
 Node-level data: `has[n][w]` says node n holds write w's value, in whichever of
 its replicas covers the key (a split or merge moves data between the replicas of
@@ -24,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, Not, Or, require
-from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range, lease_base, leaseholder
+from spec.log_driven.parts import NIL, Ctx, WPhase, exists, in_range, lease_base, proposer
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -59,8 +60,10 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.action(g=range(G), w=range(P))
     def append(s, g, w):
-        """Raft appends a flushed proposal: in LAI order unless reordering, at most twice."""
-        require(s.wphase[w] == WPhase.flushed)
+        """Raft appends a flushed proposal: in LAI order unless reordering, at most twice
+        (one its proposer forgot in a restart may still get there)."""
+        require(Or(s.wphase[w] == WPhase.flushed, s.wphase[w] == WPhase.orphaned)
+                if ctx.restarts else s.wphase[w] == WPhase.flushed)
         require(in_range(s, ctx, w, g))
         require(s.loglen[g] < L)
         require(s.appended[w] < (2 if duplicate else 1))
@@ -88,13 +91,13 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         e = Min(entry, P - 1) if C else entry
         e_lai = s.elai[g][pos] if R else s.wlai[e]
         e_cts = s.ects[g][pos] if R else s.wcts[e]
-        same_lease = s.wseq[e] == lease_base(s, ctx, g, s.lseq[g][n]) \
-            if C and not ctx.mutated("NoLeaseSequenceCheck") else True
+        same_lease = True if not C or ctx.mutated("NoLeaseSequenceCheck") \
+            else lease_base(s, ctx, g, s.wseq[e]) == lease_base(s, ctx, g, s.lseq[g][n])
         ok = And(is_prop, e_lai > s.lai[g][n] if lai_check else True, same_lease)
-        if R:  # the proposer's replica rejects the current attempt for its LAI (§2.9)
-            ctx.hooks["repropose"](s, g, e, And(
+        if R and n < ctx.proposers:  # the proposer rejects the attempt for its LAI (§2.9)
+            ctx.hooks["repropose"](s, g, n, e, And(
                 is_prop, Not(ok), same_lease, e_lai == s.wlai[e], Not(s.accepted[e]),
-                s.wphase[e] == WPhase.flushed, n == leaseholder(s, ctx, g)))
+                s.wphase[e] == WPhase.flushed, n == proposer(s, ctx, e)))
         first = And(ok, Not(s.accepted[e]))
         s.accepted[e] = Or(s.accepted[e], ok)
         for w in range(W):

@@ -1,53 +1,58 @@
 """A restart of n1, the side-transport sender: what it forgets and what it keeps.
 
-A restarted node loses its in-memory state: the proposals it had in flight
-(`r.mu.proposals`), its sender's tracked set and its outgoing side-transport
-streams (their receivers drop n1's state and the next message on each new
-stream is a snapshot), and its receiver's state for the streams other senders
-send it (those senders reconnect with a snapshot). Other senders' streams to
-other nodes are untouched. Its durable state survives: the Raft log, what its replicas applied, and
-the leases. A lease n1 held before the restart is *proscribed*: it may not be
-used to serve or to close timestamps until n1 acquires a new one
-(`minLeaseProposedTS`; reference §6): `proscribed`. SideCloseUnderRevokedLease lets
-the side transport close under such a lease (bug #102407): with the transfer
-that revoked it forgotten by the restart, nothing else stops the close.
+A restarted node loses its in-memory state: its replicas' proposal buffers (their
+assigned LAI and closed ts), the proposals it had in flight (`r.mu.proposals`: they
+may still reach the log and apply, but n1 no longer counts them), its sender's
+tracked set and its outgoing side-transport streams (their receivers drop n1's state
+and the next message on each new stream is a snapshot), its receiver's state for the
+streams other senders send it (those senders reconnect with a snapshot), its
+replicas' side-transport closed ts (new Replica objects), and its timestamp cache,
+whose low water starts again at its clock plus the maximum clock offset (`tscache`:
+"initialized to the current system time plus the maximum clock offset"). Its durable
+state survives: the Raft log, what its replicas applied, and the leases. A lease n1
+held before the restart is *proscribed* (`minLeaseProposedTS`; reference §6): it may
+not be used to serve or to close timestamps until n1 acquires a new one, which it may
+do at once. SideCloseUnderRevokedLease lets the side transport close under such a
+lease (bug #102407).
+
+Scope: n1 restarts only with nothing evaluating or buffered (what it would lose
+there is not represented).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import Array, Bool, Int, Or, require
-from spec.log_driven.parts import Ctx
+from checker.lang import And, Array, Bool, If, Min, require
+from spec.log_driven.parts import NIL, Ctx, WPhase, owns_applied_lease, proposed_by
+from spec.log_driven.policy import clock
 from spec.log_driven.proposals import quiet
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
-    G, N, S = ctx.ranges, ctx.nodes, p.senders
-    drop_stream = ctx.hooks["side_drop_stream"]
+    G, S = ctx.ranges, p.senders
     m.var("restarted", Bool(), init=False, doc="n1 has restarted (at most once)")
-    m.var("proscribed", Array(Bool(), G), init=False,
-          doc="n1's current lease of each range predates its restart")
-    m.var("forgot", Array(Int(0, ctx.max_lai), G), init=0,
-          doc="n1 forgot its proposals up to this LAI when it restarted")
+    m.var("lorphan", Array(Array(Bool(), ctx.lease_changes + 2), G), init=False,
+          doc="a lease command n1 had in flight when it restarted (it forgot it)")
 
     @m.action()
     def restart(s):
-        """n1 restarts: its in-flight proposals and streams are gone, its leases proscribed."""
+        """n1 restarts: it forgets its proposal buffers, in-flight proposals, streams and
+        timestamp cache; its leases are proscribed."""
         require(s.restarted == False)  # noqa: E712 - a symbolic comparison
         s.restarted = True
         for g in range(G):
-            require(quiet(s, ctx, g))
-            if ctx.lease_changes:  # nor a lease command waiting in n1's buffer (it would
-                require(Or(s.lh[g] != 0, s.buflen[g] == 0))  # be lost; not modelled)
-            s.forgot[g] = s.assigned_lai[g]
-            s.proscribed[g] = s.lholder[g][s.lseq[g][0]] == 0
-            s.revoked[g] = Or(s.revoked[g], s.lh[g] == 0)  # n1 evaluates nothing more
-            s.pub_tracked[0][g] = False
-            s.pub_lai[0][g] = 0
-            if ctx.lead:
-                s.pub_grp[0][g] = 0
-        for n in range(1, N):  # n1's outgoing streams
-            drop_stream(s, 0, n)
-        for x in range(1, S):  # other senders' streams to n1
-            drop_stream(s, x, 0)
+            require(quiet(s, ctx, g, 0))
+            require(s.buflen[g][0] == 0)  # nor a lease command waiting in n1's buffer
+            for w in range(ctx.props):
+                mine = And(s.wphase[w] == WPhase.flushed, proposed_by(s, ctx, w, g, 0))
+                s.wphase[w] = If(mine, WPhase.orphaned, s.wphase[w])
+            for j in range(2, ctx.lease_changes + 2):
+                forgot = ctx.hooks["lease_in_flight"](s, g, 0, j)
+                s.lorphan[g][j] = If(forgot, True, s.lorphan[g][j])
+            s.assigned_closed[g][0] = NIL
+            s.assigned_lai[g][0] = 0
+            s.proscribed[g][0] = owns_applied_lease(s, ctx, g, 0)
+        for seg in range(ctx.segments):
+            s.tsc[0][seg] = Min(clock(s, ctx, 0) + ctx.max_offset, ctx.exp_hi)
+        ctx.hooks["side_restart"](s, S)

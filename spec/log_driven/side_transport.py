@@ -17,15 +17,18 @@ other node; the first message on a stream is a full snapshot, later ones are del
 stream may break, losing its queue and the receiver's state for that sender; the next
 message on it is a snapshot again.
 
-Receivers (§4.2, §3.4): a node keeps one state per sending node. A message applies in
-order (removal first, with the previous message's closed ts of the range's group). Each
-replica keeps what each stream told it (`side_ts[x]`, the replica's copy: a break does not
-lose it) and serves reads with the copy from the stream of the node named by the lease it
-has applied (`effective_closed`). A (closed, LAI) is usable only once the replica has
-applied that LAI: the RFC ignores an update for an unapplied LAI, the implementation
-stashes it and promotes it when the LAI applies (`side_unapplied` switch). An update for
-a replica its node does not have yet (a split's right-hand side not applied there) is
-dropped: a replica created later waits for the next message.
+Receivers (§4.2): a node keeps one state per sending node. A message applies in
+order: removals first (each replica of a removed range on the receiving node is
+forwarded the previous message's closed ts of the range's group, for its tracked LAI,
+whatever lease it applied), then the new tracked set and closed ts. What a replica
+serves reads at is its own side-transport state (`side_access.py`, one per replica
+whichever sender fed it): `get` asks the node's receiver for the stream of the node
+its applied lease names only when something asks for the replica's closed ts (the
+`pull` action: a follower read, say). A (closed, LAI) is usable only once the replica
+has applied that LAI: the RFC ignores an update for an unapplied LAI, the
+implementation stashes it and promotes it when the LAI applies (`side_unapplied`
+switch). An update for a replica its node does not have yet (a split's right-hand side
+not applied there) is dropped: a replica created later asks again.
 
 Scope: a node other than n1 publishes only while it is a registered leaseholder of some
 range or still tracks one (n1 held the first leases, so its streams exist from the
@@ -39,9 +42,10 @@ from typing import Any
 
 from checker.errors import ModelError
 from checker.lang import And, Array, Bool, Enum, ForAll, If, Implies, Int, Max, Not, Or, require
-from spec.log_driven.parts import NIL, Ctx, exists
-from spec.log_driven.policy import ceiling, closed_target, lease_ok
+from spec.log_driven.parts import NIL, Ctx, exists, owns_applied_lease
+from spec.log_driven.policy import ceiling, closed_target, expiration, lease_ok
 from spec.log_driven.proposals import in_flight
+from spec.log_driven.side_access import SideAccess
 
 Entry = Enum("Entry", "none upsert remove")
 GROUPS = ("LAG", "LEAD")  # policy groups: index 0 and 1
@@ -128,21 +132,13 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
     if K > 1:
         m.var("rv_grp", Array(Array(Array(grp_t, G), N), S), init=0,
               doc="receiver: each range's group")
-    m.var("side_ts", Array(Array(Array(ts, N), G), S), init=NIL,
-          doc="each replica's usable side closed ts from each sender's stream (cur)")
-    m.var("side_lai", Array(Array(Array(lai, N), G), S), init=0,
-          doc="the LAI side_ts refers to")
-    if stash:
-        m.var("next_ts", Array(Array(Array(ts, N), G), S), init=NIL,
-              doc="stashed side closed ts (next)")
-        m.var("next_lai", Array(Array(Array(lai, N), G), S), init=0,
-              doc="the not-yet-applied LAI it refers to")
+    access = SideAccess(ctx, stash)
+    access.declare(m)
 
     no_inflight_check = ctx.mutated("SideCloseWithInflight")
     no_floor = ctx.mutated("SideCloseNoFloorRaise")
     keep_failed = ctx.mutated("SenderKeepsFailedRange")
     gaps_ok = ctx.mutated("DeltaAfterGap")
-    ignore_lai = ctx.mutated("SideIgnoresAppliedLAI")
     shared = ctx.mutated("SideReceiverSharedAcrossSenders")
     keep_moved = ctx.mutated("SenderKeepsMovedRange")
     break_forgets = ctx.mutated("SideBreakForgetsCopies")
@@ -176,70 +172,57 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
 
     def registered(s: Any, g: int, x: int) -> Any:
         """Sender x has range g as a leaseholder: the lease x applied names x."""
-        if not ctx.lease_changes:
-            return x == 0
-        return s.lholder[g][s.lseq[g][x]] == x
-
-    def offer(s: Any, x: int, g: int, n: int, closed: Any, at: Any, usable: Any) -> None:
-        """Replica (g, n) learns from x's stream side closed ts `closed` for LAI `at` (§3.4
-        forward)."""
-        usable = And(usable, exists(s, ctx, g, n))
-        applied = Or(at <= s.lai[g][n], ignore_lai)
-        take = And(usable, applied, closed > s.side_ts[x][g][n])
-        s.side_ts[x][g][n] = If(take, closed, s.side_ts[x][g][n])
-        s.side_lai[x][g][n] = If(take, at, s.side_lai[x][g][n])
-        if stash:
-            later = And(usable, Not(applied), closed > s.next_ts[x][g][n])
-            s.next_ts[x][g][n] = If(later, closed, s.next_ts[x][g][n])
-            s.next_lai[x][g][n] = If(later, at, s.next_lai[x][g][n])
-
-    def promote(s: Any, g: int, n: int) -> None:
-        """A stashed update becomes usable once its LAI has applied."""
-        if not stash:
-            return
-        for x in range(S):
-            nts, nlai = s.next_ts[x][g][n], s.next_lai[x][g][n]
-            ready = And(nts != NIL, nlai <= s.lai[g][n])
-            s.side_ts[x][g][n] = If(ready, Max(s.side_ts[x][g][n], nts), s.side_ts[x][g][n])
-            s.side_lai[x][g][n] = If(ready, nlai, s.side_lai[x][g][n])
-            s.next_ts[x][g][n] = If(ready, NIL, nts)
-            s.next_lai[x][g][n] = If(ready, 0, nlai)
-
-    ctx.hooks["after_apply"].append(promote)
+        return owns_applied_lease(s, ctx, g, x)
 
     def effective_closed(s: Any, g: int, n: Any) -> Any:
-        """Replica (g, n) serves reads at its Raft closed ts or the side closed ts from
-        the stream of the node its applied lease names (§3.3): only that stream counts."""
-        if not ctx.lease_changes:
-            return Max(s.closed[g][n], s.side_ts[0][g][n])
-        holder = s.lholder[g][s.lseq[g][n]]
-        side = NIL
-        for x in range(S - 1, -1, -1):
-            side = If(holder == x, s.side_ts[x][g][n], side)
-        return Max(s.closed[g][n], side)
+        """Replica (g, n) serves reads at its Raft closed ts or its side-transport closed
+        ts (§3.3)."""
+        return Max(s.closed[g][n], s.side_ts[g][n])
 
     ctx.hooks["effective_closed"] = effective_closed
 
+    def holder_stream(g: int, n: int) -> Any:
+        """What node n's receiver knows of range g on the stream of the node replica
+        (g, n)'s applied lease names: (set, closed ts, LAI); the leaseholder has no
+        stream from itself."""
+        def read(s: Any) -> tuple[Any, Any, Any]:
+            holder = s.lholder[g][s.lseq[g][n]] if ctx.lease_changes else 0
+            has, ts, lai = False, NIL, 0
+            for x in range(S - 1, -1, -1):
+                if x == n:
+                    continue
+                r = view(x)
+                mine = And(holder == x, s.rv_ok[r][n], s.rv_tracked[r][n][g])
+                has = Or(mine, has)
+                ts = If(mine, rv_range_closed(s, r, n, g), ts)
+                lai = If(mine, s.rv_lai[r][n][g], lai)
+            return has, ts, lai
+        return read
+
+    @m.action(g=range(G), n=range(N))
+    def pull(s, g, n):
+        """Something asks replica (g, n) for its closed ts (a follower read, say): its
+        side-transport state promotes a stashed update whose LAI has applied and asks
+        the receiver for the stream of its applied lease's node (§3.4 get)."""
+        require(exists(s, ctx, g, n))
+        access.get(s, g, n, holder_stream(g, n))
+
     def bump(s: Any, x: int, g: int, target: Any) -> Any:
         """Whether sender x's BumpSideTransportClosed succeeds for range g (§4.3)."""
-        known = Max(s.lai[g][x], s.forgot[g]) if p.restarts and x == 0 else s.lai[g][x]
-        inflight = in_flight(s, ctx, g, x, known)
-        if ctx.lease_changes:  # a transfer is a proposal too, in flight until x applies it
-            inflight = Or(inflight, *[And(j <= s.lcount[g], s.llai[g][j] > known)
-                                      for j in range(2, ctx.lease_changes + 2)])
+        inflight = in_flight(s, ctx, g, x)
         if upper_bucket:  # reads b2's ts, not b1's
-            lb = s.tb_ts[g][1 - s.tb_first[g]]
+            lb = s.tb_ts[g][x][1 - s.tb_first[g][x]]
             lb_set: Any = lb != NIL
         else:
-            lb_set, lb = tracker.lower_bound(s, g)
+            lb_set, lb = tracker.lower_bound(s, g, x)
         # MaybeForwardClosedLocked: fails if the bound is set and at or below the target
         blocked = (lb < target if equal_ok else lb <= target)
         lb_ok = True if lb_set is False else Not(And(lb_set, blocked))
-        conds = [exists(s, ctx, g, x), target <= ceiling(s, ctx, g, node=x), lb_ok,
-                 target > s.assigned_closed[g], lease_ok(s, ctx, g, node=x),
+        conds = [exists(s, ctx, g, x), target <= ceiling(s, ctx, g, x), lb_ok,
+                 target > s.assigned_closed[g][x], lease_ok(s, ctx, g, node=x),
                  True if no_inflight_check else Not(inflight)]
         if ctx.merges and g == 1:
-            conds.append(Not(s.subsumed))  # MergeInProgress
+            conds.append(Not(s.frozen[x]))  # MergeInProgress
         return And(*conds)
 
     @m.action(x=range(S))
@@ -249,20 +232,19 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         require(s.pub_seq[x] < P)
         if x > 0:  # n1's streams exist from the start; another node's once it leads
             require(Or(*[Or(registered(s, g, x), s.pub_tracked[x][g]) for g in range(G)]))
-        target = closed_target(s, ctx)
+        target = closed_target(s, ctx, x)
         grp = If(s.lead_policy, 1, 0) if K > 1 else 0
-        group_closed = [s.now - ctx.target] + ([s.now + ctx.lead] if K > 1 else [])
+        now = ctx.hooks["clock"](s, x) if "clock" in ctx.hooks else s.now
+        group_closed = [now - ctx.target] + ([now + ctx.lead] if K > 1 else [])
         entries, bumps = [], []
         for g in range(G):
             reg = registered(s, g, x)
             ok = And(reg, bump(s, x, g, target))
             here = s.lai[g][x]
-            if not no_floor:  # x's own buffer, if x is the range's leaseholder
-                raise_floor = And(ok, s.lh[g] == x) if ctx.lease_changes else ok
-                s.assigned_closed[g] = If(raise_floor, target, s.assigned_closed[g])
+            if not no_floor:  # x's replica's own buffer (MaybeForwardClosedLocked)
+                s.assigned_closed[g][x] = If(ok, target, s.assigned_closed[g][x])
             s.claim_hi[g] = If(ok, Max(s.claim_hi[g], target), s.claim_hi[g])
-            s.side_ts[x][g][x] = If(ok, Max(s.side_ts[x][g][x], target), s.side_ts[x][g][x])
-            s.side_lai[x][g][x] = If(ok, here, s.side_lai[x][g][x])
+            access.forward(s, g, x, target, here, True, when=ok)
             tracked = s.pub_tracked[x][g]
             # a failed bump removes the range; so does a lease x no longer holds
             removed = And(tracked, Not(ok), not keep_failed, Or(reg, not keep_moved))
@@ -323,9 +305,12 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
                 s.rv_closed[r][n][c] = s.q_closed[x][n][0][c]
         for g in range(G):
             entry, at = s.q_entry[x][n][0][g], s.q_lai[x][n][0][g]
-            # a removal first hands the previous closed ts over, for the previous LAI
-            offer(s, x, g, n, rv_range_closed(s, r, n, g), s.rv_lai[r][n][g],
-                  And(ok_before, s.rv_tracked[r][n][g], entry == Entry.remove))
+            # a removal first hands the previous closed ts over, for the previous LAI, to
+            # the node's replica of the range, whatever lease it applied (§4.2 step 2)
+            removal = And(ok_before, s.rv_tracked[r][n][g], entry == Entry.remove,
+                          exists(s, ctx, g, n))
+            access.forward(s, g, n, rv_range_closed(s, r, n, g), s.rv_lai[r][n][g], False,
+                           when=removal)
             tracked_now = If(snap, entry == Entry.upsert,
                              If(entry == Entry.upsert, True,
                                 If(entry == Entry.remove, False, s.rv_tracked[r][n][g])))
@@ -339,9 +324,6 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         if not removal_new:
             for c in range(K):
                 s.rv_closed[r][n][c] = s.q_closed[x][n][0][c]
-        for g in range(G):
-            offer(s, x, g, n, rv_range_closed(s, r, n, g), s.rv_lai[r][n][g],
-                  s.rv_tracked[r][n][g])
         s.rv_seq[r][n] = seq
         s.rv_ok[r][n] = True
         for i in range(P - 1):
@@ -370,7 +352,8 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
     def drop_stream(s: Any, x: int, n: int, keep_receiver: bool = False) -> None:
         """The stream from x to n is gone: its queue is lost and, unless `keep_receiver`
         (DeltaAfterGap), so is the receiver's state for x; the next stream starts with a
-        snapshot. Replicas keep what they copied (SideBreakForgetsCopies loses it)."""
+        snapshot. Replicas keep their side-transport state (SideBreakForgetsCopies: those
+        whose applied lease names x lose it)."""
         for i in range(P):
             clear_slot(s, x, n, i)
         s.q_len[x][n] = 0
@@ -385,12 +368,25 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
             if K > 1:
                 s.rv_grp[r][n][g] = 0
             if break_forgets:
-                s.side_ts[x][g][n], s.side_lai[x][g][n] = NIL, 0
-                if stash:
-                    s.next_ts[x][g][n], s.next_lai[x][g][n] = NIL, 0
+                holder = s.lholder[g][s.lseq[g][n]] if ctx.lease_changes else 0
+                access.clear(s, g, n, when=holder == x)
         s.fresh[x][n] = True
 
-    ctx.hooks["side_drop_stream"] = drop_stream
+    def restart(s: Any, senders: int) -> None:
+        """n1 restarts: its sender's state, its streams both ways and its replicas'
+        side-transport state are gone (`restarts.py`)."""
+        for g in range(G):
+            s.pub_tracked[0][g] = False
+            s.pub_lai[0][g] = 0
+            if K > 1:
+                s.pub_grp[0][g] = 0
+            access.clear(s, g, 0)
+        for n in range(1, N):  # n1's outgoing streams
+            drop_stream(s, 0, n)
+        for x in range(1, senders):  # other senders' streams to n1
+            drop_stream(s, x, 0)
+
+    ctx.hooks["side_restart"] = restart
 
     if p.stream_breaks:
         @m.action(x=range(S), n=range(N))
@@ -401,13 +397,6 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
             require(n != x)
             require(s.q_len[x][n] > 0)
             drop_stream(s, x, n, keep_receiver=gaps_ok)
-
-    slots = [(x, g, n) for x in range(S) for g in range(G) for n in range(N)]
-
-    def SideClaimUsedOnlyOnceApplied(s):  # noqa: N802 - property names are CamelCase
-        """A replica uses a side-transport closed ts only for an LAI it has applied (A5)."""
-        return ForAll(slots, lambda xgn: s.side_lai[xgn[0]][xgn[1]][xgn[2]]
-                      <= s.lai[xgn[1]][xgn[2]])
 
     def ReceiverMatchesSender(s):  # noqa: N802
         """After each delivered message of sender x, node n's state for x's stream equals
@@ -445,39 +434,27 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
             removal = And(delivered(before, after, x, n), before.rv_ok[r][n],
                           before.rv_tracked[r][n][g],
                           before.q_entry[x][n][0][g] == Entry.remove)
-            conds = [Or(after.side_ts[x][g][n] == before.side_ts[x][g][n],
-                        after.side_ts[x][g][n] == prev)]
+            # what the replica holds after the removal comes from what it held or from
+            # the previous message's closed ts, never from the new one
+            bound = Max(before.side_ts[g][n], prev,
+                        before.next_ts[g][n] if stash else NIL)
+            conds = [after.side_ts[g][n] <= bound]
             if stash:
-                conds.append(Or(after.next_ts[x][g][n] == before.next_ts[x][g][n],
-                                after.next_ts[x][g][n] == prev))
+                conds.append(after.next_ts[g][n] <= bound)
             return Implies(removal, And(*conds))
         return ForAll([(x, n, g) for x, n in streams for g in range(G)],
                       lambda xng: kept(*xng))
 
     def SideLAINeverRegresses(before, after):  # noqa: N802
-        """A receiver never lowers the LAI of a range it keeps tracking for a stream, and
-        a replica never takes a higher side closed ts for a lower LAI than the one it
-        uses (§4.2, §3.4: the implementation's fatal "higher closed timestamp but lower
-        LAI"; A4, A5)."""
+        """A receiver never lowers the LAI of a range it keeps tracking on a stream (§4.2:
+        a sender sends a tracked range's LAI again only when it grew; A4)."""
         def stream_ok(x: int, n: int, g: int) -> Any:
             r = view(x)
             return Implies(And(before.rv_ok[r][n], before.rv_tracked[r][n][g],
                                after.rv_ok[r][n], after.rv_tracked[r][n][g]),
                            after.rv_lai[r][n][g] >= before.rv_lai[r][n][g])
-
-        def slot_ok(x: int, g: int, n: int) -> Any:
-            return Implies(after.side_ts[x][g][n] > before.side_ts[x][g][n],
-                           after.side_lai[x][g][n] >= before.side_lai[x][g][n])
-        return And(ForAll([(x, n, g) for x, n in streams for g in range(G)],
-                          lambda xng: stream_ok(*xng)),
-                   ForAll(slots, lambda xgn: slot_ok(*xgn)))
-
-    def SideClosedNeverRegresses(before, after):  # noqa: N802
-        """The side closed ts a replica holds from one sender's stream never goes down,
-        across breaks and reconnects included: a replica keeps what it copied (A6;
-        §3.4, results never regress, #68313)."""
-        return ForAll(slots, lambda xgn: after.side_ts[xgn[0]][xgn[1]][xgn[2]]
-                      >= before.side_ts[xgn[0]][xgn[1]][xgn[2]])
+        return ForAll([(x, n, g) for x, n in streams for g in range(G)],
+                      lambda xng: stream_ok(*xng))
 
     def SideClaimsBelowLeaseExpiration(before, after):  # noqa: N802
         """A closed ts a sender's bump claims is below the expiration of the lease the
@@ -486,14 +463,14 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         def below(x: int, g: int) -> Any:
             seq = after.pub_seq[x]
             claimed = after.hist_closed[x][seq][after.hist_grp[x][seq][g] if K > 1 else 0]
-            limit = before.lexp[g][before.lseq[g][x]] if ctx.lease_changes else ctx.lease_exp
+            limit = expiration(before, ctx, g, before.lseq[g][x]) if ctx.lease_changes \
+                else ctx.lease_exp
             return Implies(And(seq != before.pub_seq[x], after.hist_bump[x][seq][g] != NIL),
                            claimed < limit)
         return ForAll([(x, g) for x in range(S) for g in range(G)], lambda xg: below(*xg))
 
-    m.invariant(SideClaimUsedOnlyOnceApplied)
+    access.add_invariants(m)
     m.invariant(ReceiverMatchesSender)
     m.step_invariant(SideClaimsBelowLeaseExpiration)
     m.step_invariant(RemovalKeepsPreviousClosed)
     m.step_invariant(SideLAINeverRegresses)
-    m.step_invariant(SideClosedNeverRegresses)

@@ -8,10 +8,12 @@ r2 replica is created with the closed ts the split command carried, forwarded
 to the r1 replica's own closed ts, and on the leaseholder r2's proposal buffer
 starts from it (RFC "Splits and Merges"; `splitPreApply`, `leasePostApplyLocked`).
 
-r2 starts with a copy of the lease r1's leaseholder evaluated the split under
-(the split trigger copies the left-hand lease; `splitPostApply` then runs the lease
-hook on r2), and with r1's timestamp cache; from then on each range's lease changes
-on its own, so r2 may move to another node.
+r2 starts with a copy of the lease r1's replica on the evaluating node applied (the
+split trigger copies the left-hand lease); each node's r2 replica runs the lease hook on
+it when it applies the split (`splitPostApply`: `leasePostApplyLocked(lease, lease)`,
+which seeds the r2 proposal buffer of the node the copy names and, as the lease does not
+change hands, touches no timestamp cache: r2's keys keep the store's). From then on
+each range's lease changes on its own, so r2 may move to another node.
 
 Switches: SplitClosedAtEval, the RFC's rejected alternative, starts r2 at the
 closed ts known when the split was evaluated; SplitRHSZero starts it at nothing
@@ -24,9 +26,16 @@ from typing import Any
 
 from checker.lang import And, Array, Bool, ForAll, If, Implies, Int, Max, Min, Not, Or, require
 from spec.log_driven.follower_reads import effective_closed
-from spec.log_driven.parts import NIL, Ctx, WPhase, leaseholder
+from spec.log_driven.parts import NIL, Ctx, WPhase
 from spec.log_driven.policy import ceiling, closed_target
-from spec.log_driven.proposals import enqueue, in_flight, may_evaluate, quiet, stamp_lease
+from spec.log_driven.proposals import (
+    enqueue,
+    in_flight,
+    may_evaluate,
+    node_domain,
+    quiet,
+    stamp_lease,
+)
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -37,25 +46,25 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
           doc="the highest claim on r1 when the split was first accepted")
     at_eval, zero = ctx.mutated("SplitClosedAtEval"), ctx.mutated("SplitRHSZero")
 
-    @m.action()
-    def evaluate_split(s):
-        """r1's leaseholder evaluates the split once every earlier write has applied on
-        it (latches); the command joins the proposal buffer."""
+    @m.action(**node_domain(ctx))
+    def evaluate_split(s, x=0):
+        """Node x, holding r1's lease, evaluates the split once every earlier write has
+        applied on it (latches); the command joins x's proposal buffer."""
         require(s.wphase[X] == WPhase.idle)
-        require(may_evaluate(s, ctx, 0))
-        require(quiet(s, ctx, 0))
-        require(Not(in_flight(s, ctx, 0, leaseholder(s, ctx, 0))))
-        if ctx.lease_changes:  # the trigger carries a copy of r1's lease for r2
-            lh = s.lh[0]
-            lease = s.lseq[0][lh]
-            s.lholder[1][1], s.lstart[1][1], s.lexp[1][1] = lh, s.lstart[0][lease], \
+        require(may_evaluate(s, ctx, 0, x))
+        require(quiet(s, ctx, 0, x))
+        require(Not(in_flight(s, ctx, 0, x)))
+        if ctx.lease_changes:  # the trigger carries a copy of x's lease of r1 for r2
+            lease = s.lseq[0][x]
+            s.lholder[1][1], s.lstart[1][1], s.lexp[1][1] = x, s.lstart[0][lease], \
                 s.lexp[0][lease]
-            s.lh[1], s.lh_low[1] = lh, s.lh_low[0]  # one timestamp cache per store
         if at_eval:  # the closed ts a proposal flushed now would carry, put in the trigger
-            s.wevc[X] = Max(s.assigned_closed[0],
-                            Min(closed_target(s, ctx), ceiling(s, ctx, 0)))
-        stamp_lease(s, ctx, 0, X)
-        enqueue(s, ctx, 0, X)
+            s.wevc[X] = Max(s.assigned_closed[0][x],
+                            Min(closed_target(s, ctx, x), ceiling(s, ctx, 0, x)))
+        stamp_lease(s, ctx, 0, x, X)
+        if ctx.proposers > 1:
+            s.wnode[X] = x
+        enqueue(s, ctx, 0, x, X)
 
     def apply_split(s: Any, n: int, ok: Any, first: Any) -> None:
         """Replica (r1, n) accepted the split (when `ok`): n's r2 replica starts."""
@@ -70,12 +79,13 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         # every claim on r1 so far covered r2's keys: r2 inherits them (ghost)
         s.split_base = If(first, s.claim_hi[0], s.split_base)
         s.claim_hi[1] = If(first, Max(s.claim_hi[1], s.claim_hi[0]), s.claim_hi[1])
-        # the lease hook on r2 seeds the proposal buffer of r2's leaseholder
-        # (SplitSeedsEvaluatingNode: of r1's, even after r2's lease moved away)
-        rhs_holder = leaseholder(s, ctx, 0 if ctx.mutated("SplitSeedsEvaluatingNode") else 1)
-        seeded = And(ok, n == rhs_holder)
-        s.assigned_closed[1] = If(seeded, NIL if zero else s.closed[1][n],
-                                  s.assigned_closed[1])
+        # the lease hook on n's new r2 replica seeds its proposal buffer if the lease
+        # copy names n (OnLeaseChangeLocked with the r2 replica's closed ts)
+        if n < ctx.proposers:
+            named = s.lholder[1][1] == n if ctx.lease_changes else n == 0
+            seeded = And(ok, named)
+            s.assigned_closed[1][n] = If(seeded, NIL if zero else s.closed[1][n],
+                                         s.assigned_closed[1][n])
 
     ctx.hooks["apply_struct"][X] = apply_split
 
