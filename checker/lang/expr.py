@@ -327,8 +327,35 @@ def _spread(items: tuple[Any, ...]) -> list[Any]:
 
 
 def ForAll(domain: Iterable[Any], body: Callable[[Any], Any]) -> Expr:  # noqa: N802
-    """Finite universal quantifier, expanded when the spec is built."""
-    return And(*[body(x) for x in domain])
+    """Finite universal quantifier, expanded when the spec is built. While a property is
+    built (`recording_bindings`), each instance's conjuncts are noted with the value
+    bound, so a viewer can say which instance fails (`iw=(0, 1)`)."""
+    if not BINDINGS:
+        return And(*[body(x) for x in domain])
+    name = _parameter_name(body)
+    parts = []
+    for x in domain:
+        _BOUND.append(f"{name}={x!r}")
+        try:
+            part = lift(body(x))
+        finally:
+            label = ", ".join(_BOUND)
+            _BOUND.pop()
+        for conjunct in part.args if part.op == "and" else (part,):
+            BINDINGS[-1].setdefault(conjunct.id, label)  # an inner ForAll's is fuller
+        parts.append(part)
+    return And(*parts)
+
+
+# While a property is built: conjunct id -> the ForAll values bound where it was made
+BINDINGS: list[dict[int, str]] = []
+_BOUND: list[str] = []  # the enclosing ForAlls' `name=value`, outermost first
+
+
+def _parameter_name(body: Callable[[Any], Any]) -> str:
+    """The bound variable's name as the spec wrote it (`lambda w: ...` gives `w`)."""
+    code = getattr(body, "__code__", None)
+    return code.co_varnames[0] if code is not None and code.co_argcount else "x"
 
 
 def Exists(domain: Iterable[Any], body: Callable[[Any], Any]) -> Expr:  # noqa: N802

@@ -74,11 +74,13 @@ class ActionInstance:
 
 @dataclass(frozen=True)
 class Property:
-    """A named predicate: an invariant, step invariant, constraint or lemma."""
+    """A named predicate: an invariant, step invariant, constraint or lemma.
+    `bindings` names, for conjuncts made by a ForAll, the values bound there."""
 
     name: str
     expr: Expr
     doc: str = ""
+    bindings: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -628,6 +628,15 @@ class ModelBuilder:
             raise SpecError(f"{label}: actions assign to the state and return nothing")
         return trace, exprs
 
+    def _property(self, kind: str, name: str, fn: Callable, doc: str) -> Property:
+        """A property, with the ForAll values bound in each of its conjuncts."""
+        E.BINDINGS.append({})
+        try:
+            expr = self._predicate(name, fn, 2 if kind == "step" else 1)
+        finally:
+            bindings = E.BINDINGS.pop()
+        return Property(name, expr, doc, tuple(sorted(bindings.items())))
+
     def _predicate(self, name: str, fn: Callable, frames: int) -> Expr:
         states = [SymState(self, self._base_exprs(f), False, None) for f in range(frames)]
         try:
@@ -666,8 +675,7 @@ class ModelBuilder:
                                               updates, tuple(trace.write_checks)))
         if not actions:
             raise SpecError(f"spec {self.spec.name} has no enabled action instance")
-        props = {kind: [Property(n, self._predicate(n, fn, 2 if kind == "step" else 1), doc)
-                        for n, fn, doc in items]
+        props = {kind: [self._property(kind, n, fn, doc) for n, fn, doc in items]
                  for kind, items in self._props.items()}
         return Machine(
             liveness=self._liveness_props(actions),

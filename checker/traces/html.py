@@ -22,13 +22,18 @@ from typing import Any
 from checker.outputs import replace_text
 from checker.traces.story import (
     CTI,
+    UNTOUCHED,
     loop_sentence,
+    masked,
     property_values,
+    set_steps,
+    slice_sentence,
     start_label,
     step_story,
     violation_sentence,
 )
 from checker.traces.trace import Trace
+from checker.traces.why import Why, explain, unused_slots
 from checker.views import Event, Rendered, show
 
 SYSTEM_LANE = "system"
@@ -94,6 +99,8 @@ def page(trace: Trace, source: str = "") -> str:
 def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
     """Everything the page shows, as JSON-ready data (every value already text)."""
     machine = trace.machine
+    why = explain(trace)
+    untouched = unused_slots(trace)
     steps: list[dict[str, Any]] = []
     previous: Rendered | None = None
     lanes: list[str] = []
@@ -114,12 +121,13 @@ def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
             "title": story.title,
             "action": action.label if action is not None else start_label(trace),
             "narration": story.narration,
+            "role": _role(why, i),
             "events": [{"source": e.source, "label": e.label, "targets": list(e.targets)}
                        for e in happened],
             "tables": _tables(story.view, story.changed) if story.view is not None else {},
             "note": story.view.note if story.view is not None else "",
-            "vars": [{"name": v.name, "value": show(story.after[v.name]),
-                      "was": show(story.before[v.name]),
+            "vars": [{"name": v.name, "value": show(masked(v, story.after[v.name], untouched)),
+                      "was": show(masked(v, story.before[v.name], untouched)),
                       "changed": story.before[v.name] != story.after[v.name],
                       "ghost": v.ghost} for v in machine.vars],
         })
@@ -131,20 +139,55 @@ def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
         "spec": machine.spec_name,
         "params": ", ".join(f"{k}={v}" for k, v in machine.params.items()) or "none",
         "mutations": ", ".join(machine.mutations) or "none",
-        "meta": {str(k): str(v) for k, v in sorted(trace.meta.items())},
+        "meta": {str(k): _no_local_path(v) for k, v in sorted(trace.meta.items())},
         "violation": violation_sentence(trace),
         "violation_kind": kind,
         "violation_name": str(trace.violation.get("name", "")),
         "cti": "counterexample to induction: the start state satisfies every invariant "
                "and lemma but may be unreachable (unreachable or unknown)"
                if kind == CTI else "",
-        "reads": property_values(trace) if trace.violation else [],
+        "reads": property_values(why),
+        "why": _why(trace, why),
+        "untouched": UNTOUCHED if untouched else "",
         "loop": trace.loop,
         "loop_sentence": loop_sentence(trace),
         "lanes": lanes or [SYSTEM_LANE],
         "has_view": machine.view is not None,
         "steps": steps,
     }
+
+
+def _role(why: Why | None, i: int) -> str:
+    """How step i bears on the violation: it sets a value the failing clause reads,
+    it leads to one, or neither (the page dims it)."""
+    if why is None or i == 0:
+        return ""
+    return "sets" if i in why.sets else "matters" if i in why.matters else "other"
+
+
+def _why(trace: Trace, why: Why | None) -> dict[str, Any] | None:
+    """The explanation as the page shows it: each failing clause with its values (and
+    the step that set each), the steps that set them in the spec's words, and how many
+    steps matter."""
+    if why is None:
+        return None
+    return {
+        "doc": " ".join(why.doc.split()),
+        "clauses": [{"headline": why.headline(c),
+                     "readings": [{"name": r.name, "value": r.value, "since": r.since}
+                                  for r in c.readings]} for c in why.clauses],
+        "hidden": why.hidden,
+        "sets": [{"step": s.index, "names": list(s.names), "action": s.label,
+                  "narration": s.narration} for s in set_steps(trace, why)],
+        "slice": slice_sentence(why, len(trace)),
+    }
+
+
+def _no_local_path(value: Any) -> str:
+    """Provenance as text, an absolute path cut to its file name: a page is shared, and
+    must not carry the layout of the machine that wrote it."""
+    text = str(value)
+    return Path(text).name if os.path.isabs(text) else text
 
 
 def _tables(view: Rendered, changed: set[tuple[str, str, int, int]]) -> dict[str, Any]:
