@@ -28,6 +28,7 @@ import click
 from rich.console import Console
 
 from checker.errors import CheckerError
+from checker.models import BENCH_MODELS_DIR, MODELS_DIR
 from checker.reporting.live import ProgressDisplay
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from checker.models import Model
     from checker.run import EngineOptions
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
-BENCH_MODELS_DIR = Path(__file__).resolve().parent / "bench" / "models"
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (unknown)

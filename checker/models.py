@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from checker.engines.result import CheckResult
 
 SUFFIX = ".toml"
+# the models that ship with ctmc, beside `checker/` in a checkout and in the wheel alike
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+BENCH_MODELS_DIR = MODELS_DIR.parent / "bench" / "models"
 # full_search = false: the model is searched only under its spec's symmetry (one state
 # per orbit) by the gate and the tests; storing every state is out of reach
 ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0, "full_search": True}
@@ -94,7 +97,10 @@ def resolve_model_path(path_or_name: str, models_dir: Path,
                      f"in {models_dir}{hint} (`ctmc list` shows the {len(known)} models)")
 
 
-def load_model(path_or_name: str | Path, models_dir: Path, also: Sequence[Path] = ()) -> Model:
+def load_model(path_or_name: str | Path, models_dir: Path = MODELS_DIR,
+               also: Sequence[Path] = (BENCH_MODELS_DIR,)) -> Model:
+    """A model file by path, or by name as `ctmc` finds it: in `models_dir` (the models
+    that ship with ctmc), then in `also` (the benchmark models)."""
     path = resolve_model_path(str(path_or_name), models_dir, also)
     data = _read_toml(path)
     where = str(path)

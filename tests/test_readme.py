@@ -96,10 +96,57 @@ def test_the_readme_command_runs_as_written(command: str, comment: str, folder: 
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
 
 
-def test_the_showcase_makes_its_page(folder: Path) -> None:
-    """The command after the screenshot's caption writes the page it promises (run after
-    the commands above, in this module's folder)."""
-    showcase = [c for c, _ in commands() if c.startswith("ctmc trace html traces/log_driven")]
-    assert showcase, "the README shows no counterexample page command"
-    page = folder / showcase[0].split()[-1].replace(".itf.json", ".html")
+@pytest.fixture(scope="module")
+def showcase(folder: Path) -> Path:
+    """Run the README's showcase, the block under "What a counterexample looks like":
+    `check` exits 1, then `trace html` writes the page; the trace file it reads."""
+    block = next(b for b in _blocks("sh") if "ctmc trace html traces/log_driven" in b)
+    lines = [line.split("  #")[0].strip() for line in block.strip().splitlines()]
+    assert [_shell(line, folder).returncode for line in lines] == [1, 0]
+    return folder / lines[-1].split()[-1]
+
+
+def test_the_showcase_makes_its_page(showcase: Path) -> None:
+    page = showcase.with_name(showcase.name.replace(".itf.json", ".html"))
     assert page.is_file() and "trace-data" in page.read_text()
+
+
+def test_the_first_command_installs_the_tool_and_the_second_the_tests() -> None:
+    first, second = (block.strip() for block in _blocks("sh")[:2])
+    assert "pip install -e . " in first and "[test]" not in first, first
+    assert first.endswith("ctmc check models/tracker_small.toml"), first
+    assert "pip install -e '.[test]'" in second and second.endswith("python -m pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pip install -e '.[test]'" in ci and "python -m pytest -q" in ci
+    # the first command's check, as its last step runs it
+    done = _shell("ctmc check models/tracker_small.toml", ROOT)
+    assert done.returncode == 0 and "holds" in done.stdout, done.stdout + done.stderr
+
+
+def readme_snippet() -> tuple[str, str]:
+    """The README's Python snippet (the one that runs a model) and what its last line's
+    comment says it prints."""
+    snippet = next(b for b in _blocks("python") if "import ctmc" in b)
+    printed = snippet.strip().splitlines()[-1].partition("#")[2].strip()
+    return snippet, printed
+
+
+def test_the_python_snippet_prints_what_it_says(tmp_path: Path) -> None:
+    snippet, printed = readme_snippet()
+    done = subprocess.run([sys.executable, "-c", snippet], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == printed.split()
+
+
+def test_the_quoted_explanation_is_the_showcases(showcase: Path) -> None:
+    """The README quotes what the viewers say about the showcase's counterexample."""
+    import ctmc  # noqa: F401 - checker on the path, as from a wheel
+    from checker.traces.replay import load_trace
+    from checker.traces.why import explain
+
+    quoted = re.search(r"\(for a\s+`ForAll`, the instance: `(.*?)`\)", README.read_text(), re.S)
+    assert quoted, "the README quotes no explanation"
+    why = explain(load_trace(showcase))
+    assert why is not None
+    assert " ".join(quoted.group(1).split()) == why.headline(why.clauses[0])
