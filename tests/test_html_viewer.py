@@ -491,3 +491,36 @@ def test_the_page_says_why_and_dims_what_does_not_matter(relay_page: Path, brows
     severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
     _screenshot(browser, "relay", tmp_path)
+
+
+def test_an_action_failing_to_evaluate_is_its_own_step_on_the_page() -> None:
+    """The error belongs to the action that fails after the last legal step: the page
+    shows it as a last, failed step, with the state it fails in."""
+    from checker.lang import Array, Int, Spec, require
+
+    spec = Spec("poke")
+
+    @spec.build
+    def _(m: Any, p: Any) -> None:
+        m.var("a", Array(Int(0, 3), 3), init=0)
+        m.var("i", Int(0, 3), init=0)
+
+        @m.action()
+        def step(s: Any) -> None:
+            require(s.i < 3)
+            s.i = s.i + 1
+
+        @m.action()
+        def poke(s: Any) -> None:
+            s.a[0] = s.a[s.i]
+
+    result = run(spec.instantiate(), BfsOptions(deadlock=False))
+    assert result.violation is not None
+    data = page_data(result.violation.trace)
+    assert data["length"] == 3 and len(data["steps"]) == 5
+    failed = data["steps"][-1]
+    assert failed["failed"] and failed["title"] == "Step 4: poke() fails"
+    assert failed["vars"] == [{**v, "was": v["value"], "changed": False}
+                              for v in data["steps"][-2]["vars"]]
+    assert data["violation"] == ("error EvalError: action poke() (assigning a[0]) reads a[i] "
+                                 "at index 3: a has indexes 0 to 2")

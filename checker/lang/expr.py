@@ -12,6 +12,7 @@ all backends report the same out-of-range reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -632,6 +633,20 @@ def walk(roots: Iterable[Expr]) -> list[Expr]:
     return order
 
 
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def indexed(names: list[str]) -> tuple[str, str] | None:
+    """(prefix, suffix) when `names[j]` is `prefix[j]suffix` for every j: the elements
+    along one axis of one array (`closed[0][0]`, `closed[0][1]` give `closed[0]`, "")."""
+    first = names[0]
+    for m in _INDEX.finditer(first):
+        pre, post = first[:m.start()], first[m.end():]
+        if all(n == f"{pre}[{j}]{post}" for j, n in enumerate(names)):
+            return pre, post
+    return None
+
+
 _SYMBOL = {"eq": "==", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 NAMER: list[Callable[[Expr], str] | None] = [None]
 
@@ -663,7 +678,11 @@ def render(e: Expr, namer: Callable[[Expr], str] | None = None) -> str:
         if op == "ite":
             return f"If({go(x.args[0])}, {go(x.args[1])}, {go(x.args[2])})"
         if op == "select":
-            return f"[{', '.join(go(a) for a in x.args[1:])}][{go(x.args[0])}]"
+            names = [go(a) for a in x.args[1:]]
+            axis = indexed(names)
+            if axis is not None:  # `a[i]`, not `[a[0], a[1], a[2]][i]`
+                return f"{axis[0]}[{go(x.args[0])}]{axis[1]}"
+            return f"[{', '.join(names)}][{go(x.args[0])}]"
         return op
 
     return go(e)

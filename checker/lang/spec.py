@@ -43,6 +43,7 @@ from checker.lang.machine import (
     Scalarset,
     Slot,
     VarInfo,
+    WriteCheck,
     param_text,
 )
 from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
@@ -212,6 +213,9 @@ class Spec:
                 from None
         machine = builder.finish()
         machine.spec_ref = self.ref
+        from checker.views import check_declared
+
+        check_declared(machine)  # a view or narration the viewers could not draw: refused
         return machine
 
 
@@ -231,7 +235,7 @@ class _Trace:
     def __init__(self, label: str):
         self.label = label
         self.requires: list[Expr] = []
-        self.write_checks: list[tuple[Expr, str]] = []
+        self.write_checks: list[WriteCheck] = []
 
 
 _ACTIVE: list[_Trace] = []
@@ -335,7 +339,10 @@ class _View:
         in_range = E.Implies(cond, E.And(E.le(0, key), E.lt(key, t.length)))
         trace = self._state._trace
         if not (in_range.is_const and in_range.value) and trace is not None:
-            trace.write_checks.append((in_range, f"writes {self._name} with an index out of range"))
+            shown = f"[{_show_index(key)}]"  # this step of the name: a[i][j] -> a[i]
+            at = self._name.rfind(shown)
+            array = self._name[:at] if at >= 0 else self._name
+            trace.write_checks.append(WriteCheck(in_range, array, key, t.length))
         for j in range(t.length):
             hit = E.And(cond, E.eq(key, j))
             if not (hit.is_const and not hit.value):

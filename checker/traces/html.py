@@ -23,6 +23,7 @@ from checker.outputs import replace_text
 from checker.traces.story import (
     CTI,
     UNTOUCHED,
+    failing_title,
     loop_sentence,
     masked,
     property_values,
@@ -131,8 +132,20 @@ def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
                       "changed": story.before[v.name] != story.after[v.name],
                       "ghost": v.ghost} for v in machine.vars],
         })
+    if trace.failing_action is not None:  # the error is this step's, not the last one's
+        steps.append({**steps[-1], "index": len(trace) + 1, "title": failing_title(trace),
+                      "action": trace.failing_action.label, "narration": "", "role": "",
+                      "events": [] if machine.view is not None else [{
+                          "source": SYSTEM_LANE, "label": f"{trace.failing_action.label} "
+                                                          "fails", "targets": []}],
+                      "failed": True,
+                      "tables": {lane: [{**table, "changed": []} for table in tables]
+                                 for lane, tables in steps[-1]["tables"].items()},
+                      "vars": [{**v, "was": v["value"], "changed": False}
+                               for v in steps[-1]["vars"]]})
     kind = str(trace.violation.get("kind", ""))
     return {
+        "length": len(trace),
         "title": f"{trace.meta.get('model') or machine.spec_name}: "
                  + (violation_sentence(trace).split(":")[0] or "trace"),
         "source": source,

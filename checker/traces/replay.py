@@ -99,7 +99,14 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
             found += scalar.violated_step_invariants(trace.states[-2], last)
         if kind == "error":  # evaluated for the EvalError they raise
             scalar.within_constraints(last)
-            scalar.successors(last)
+            failing = trace.failing_action
+            if "action" in trace.violation and failing is None:
+                raise TraceError(f"{_where(source)}: \"#meta\".violation.action names no "
+                                 f"action instance of {trace.machine.spec_name}")
+            if failing is None:
+                scalar.successors(last)
+            elif scalar.enabled(last, failing):  # the action it names, and no other
+                scalar.apply(last, failing)
         elif kind == "deadlock" and not scalar.successors(last):
             found.append("Deadlock")
         elif kind == "liveness":

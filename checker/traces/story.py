@@ -65,6 +65,13 @@ def start_label(trace: Trace) -> str:
     return "initial state"
 
 
+def failing_title(trace: Trace) -> str:
+    """The title of the step an action fails to take at the end of `trace`."""
+    action = trace.failing_action
+    assert action is not None
+    return f"Step {len(trace) + 1}: {action.label} fails"
+
+
 def narrate(machine: Machine, name: str, params: dict[str, Any], before: dict[str, Any],
             after: dict[str, Any]) -> str:
     """The spec's own words for a step; a failing narrator must not hide the trace."""

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from checker.errors import TraceError
 from checker.traces.story import (
+    failing_title,
     loop_sentence,
     masked,
     narrate,
@@ -47,14 +48,19 @@ def show_trace(trace: Trace, console: Console, *, full: bool = False,
     """Print the header, every step and why the property fails; `step=k` prints step k
     alone; `raw` shows the variables even when the spec declares a protocol view."""
     look = _Look(trace)
+    failed = trace.failing_action is not None
     if step is not None:
-        if not 0 <= step <= len(trace):
-            raise TraceError(f"step {step} is out of range: the trace has {len(trace)} steps")
-        console.print(any_step_panel(trace, step, full=full, raw=raw, look=look))
+        if not 0 <= step <= len(trace) + failed:
+            raise TraceError(f"step {step} is out of range: the trace has {len(trace)} steps"
+                             + (f" and a failing step {len(trace) + 1}" if failed else ""))
+        console.print(failing_panel(trace) if step > len(trace)
+                      else any_step_panel(trace, step, full=full, raw=raw, look=look))
         return
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
         console.print(any_step_panel(trace, i, full=full, raw=raw, look=look))
+    if failed:
+        console.print(failing_panel(trace))
     if look.why is not None:
         console.print(why_panel(trace, look.why))
 
@@ -66,6 +72,8 @@ def show_trace_interactive(trace: Trace, console: Console, raw: bool = False) ->
     for i in range(len(trace) + 1):
         console.print(any_step_panel(trace, i, raw=raw, look=look))
         if i == len(trace):
+            if trace.failing_action is not None:
+                console.print(failing_panel(trace))
             if look.why is not None:
                 console.print(why_panel(trace, look.why))
             return
@@ -94,6 +102,17 @@ class _Look:
         if i in why.sets:
             return f"{title}  \u25c6 sets {', '.join(why.sets[i])}", "blue"
         return title, "blue" if i in why.matters else "dim"
+
+
+def failing_panel(trace: Trace) -> Panel:
+    """The action that fails to evaluate in the last state, as a step of its own: the
+    error is its, not the last legal step's."""
+    action = trace.failing_action
+    assert action is not None
+    parts: list[RenderableType] = [Text("violation: ", style=VIOLATION)
+                                   + (violation_text(trace) or Text(""))]
+    return Panel(Group(*parts), title=Text(failing_title(trace), style=VIOLATION),
+                 title_align="left", border_style="red")
 
 
 def why_panel(trace: Trace, why: Why) -> Panel:
@@ -190,7 +209,7 @@ def view_step_panel(trace: Trace, i: int, look: _Look | None = None) -> Panel:
 
 
 def _panel(trace: Trace, i: int, title: str, parts: list[RenderableType], look: _Look) -> Panel:
-    failed = i == len(trace) and bool(trace.violation)
+    failed = i == len(trace) and bool(trace.violation) and trace.failing_action is None
     title, border = look.title(i, title)
     return Panel(Group(*parts), title=Text(title, style=VIOLATION if failed else "bold"),
                  title_align="left", border_style="red" if failed else border)
@@ -226,6 +245,10 @@ def _end_of_trace(trace: Trace, i: int, parts: list[RenderableType], why: Why | 
         return
     if trace.loop is not None:
         parts.append(Text("then: ", style=VIOLATION) + loop_text(trace))
+    if trace.failing_action is not None:
+        parts.append(Text(f"then: {trace.failing_action.label} fails (step {i + 1})",
+                          style=VIOLATION))
+        return
     violation = violation_text(trace)
     if violation is not None:
         parts.append(Text("violation: ", style=VIOLATION) + violation)

@@ -14,12 +14,11 @@ and the steps that set the values read stand out in either (decision 0020).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from checker.backends.scalar import OutOfRange, evaluate
-from checker.lang.expr import BOOL, EnumType, Expr, const
+from checker.lang.expr import BOOL, EnumType, Expr, const, indexed
 from checker.lang.machine import Machine, Slot
 from checker.lang.types import Array
 from checker.traces.trace import Trace
@@ -123,6 +122,12 @@ def unused_slots(trace: Trace) -> frozenset[int]:
             used |= {s for s, _ in _reads(action.guard, (before, before))}
             for slot, e in action.updates:
                 used |= {s for s, _ in _reads(e, (before, before))} - {slot}
+    failing = trace.failing_action
+    if failing is not None:  # what the action that fails at the end reads and writes
+        last = trace.states[-1]
+        used |= {s for s, _ in _reads(failing.guard, (last, last))}
+        for slot, e in failing.updates:
+            used |= {s for s, _ in _reads(e, (last, last))} | {slot}
     found = _property(machine, str(trace.violation.get("name", "")))
     if found is not None:
         frames = _frames(trace, found.over_step)
@@ -185,8 +190,8 @@ def _reads(e: Expr, frames: tuple[Sequence[int], Sequence[int]]) -> set[tuple[in
     seen: set[tuple[int, int]] = set()
     try:
         evaluate(e, _Recording(frames[0], 0, seen), _Recording(frames[1], 1, seen))
-    except OutOfRange:
-        pass  # what it read up to the bad index
+    except OutOfRange as exc:  # it read up to the bad index, into this array
+        seen |= {(a.slot, a.frame) for a in exc.node.args[1:] if a.op == "var"}
     return seen
 
 
@@ -241,7 +246,6 @@ def slot_value(slot: Slot, value: int) -> str:
 
 # --- clauses as text -------------------------------------------------------------------
 
-_INDEX = re.compile(r"\[(\d+)\]")
 _BINARY = {"eq": "==", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 
 
@@ -295,13 +299,10 @@ def _text(machine: Machine, e: Expr) -> str:
 _PREC = {"if": 1, "or": 2, "and": 3, "not": 4, "eq": 5, "lt": 5, "le": 5, "add": 7, "sub": 7}
 
 
-def _select(args: tuple[Expr, ...], go) -> str:  # noqa: ANN001 - the renderer
+def _select(args: tuple[Expr, ...], go: Callable[[Expr], str]) -> str:
     """`closed[0][lh[0]]` for a read of closed[0][0..n-1] at index lh[0]."""
-    index, elems = args[0], args[1:]
-    names = [go(a) for a in elems]
-    first = names[0]
-    for m in _INDEX.finditer(first):
-        pre, post = first[:m.start()], first[m.end():]
-        if all(n == f"{pre}[{j}]{post}" for j, n in enumerate(names)):
-            return f"{pre}[{go(index)}]{post}"
-    return f"[{', '.join(names)}][{go(index)}]"
+    names = [go(a) for a in args[1:]]
+    axis = indexed(names)
+    if axis is not None:
+        return f"{axis[0]}[{go(args[0])}]{axis[1]}"
+    return f"[{', '.join(names)}][{go(args[0])}]"

@@ -32,7 +32,7 @@
   fact("spec", data.spec);
   fact("params", data.params);
   fact("mutations", data.mutations);
-  fact("steps", String(last));
+  fact("steps", String(data.length));
   for (const [k, v] of Object.entries(data.meta)) fact(k, v);
   header.append(facts);
   header.append(el("div", { class: "verdict" + (data.violation ? "" : " none"), id: "verdict" },
