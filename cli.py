@@ -66,6 +66,9 @@ class _Cli(click.Group):
             code = _fail(str(exc), EXIT_INTERRUPTED)
         except click.Abort:
             code = _fail("interrupted", EXIT_INTERRUPTED)
+        except OSError as exc:  # the file system refused: a name too long, a full disk...
+            where = f": {_short(exc.filename)}" if exc.filename else ""
+            code = _fail(f"error: {exc.strerror or exc}{where}", EXIT_ERROR)
         except MemoryError:  # outside a search, which says more (see bfs._out_of_memory)
             code = _fail("error: out of memory; lower the model's bounds, or check it with "
                          "--engine spark", EXIT_ERROR)
@@ -78,6 +81,12 @@ class _Cli(click.Group):
         if not standalone_mode:
             return code
         sys.exit(code)
+
+
+def _short(name: object, width: int = 80) -> str:
+    """A file name in an error line, cut in the middle when it is absurdly long."""
+    text = os.fsdecode(name) if isinstance(name, bytes | str) else str(name)
+    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 4:]}"
 
 
 def _fail(message: str, code: int) -> int:
@@ -232,6 +241,7 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Save progress in DIR (new or empty) so the run can be resumed (bfs).")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=5.0,
               show_default=True, metavar="SECONDS",
+              callback=lambda ctx, param, value: _finite(param, value),
               help="Save at the first level boundary SECONDS after the last save (bfs).")
 @_workers_option
 @_timeout_option
@@ -561,15 +571,37 @@ def trace() -> None:
 _trace_file = click.argument("file", type=click.Path(exists=True, dir_okay=False))
 
 
+def _trace_limits(fn: Callable) -> Callable:
+    """--max-steps and --max-mb, handed over as one `Limits`."""
+    @functools.wraps(fn)
+    def wrapper(max_steps: int, max_mb: int, **rest: Any) -> Any:
+        from checker.traces.itf import Limits
+
+        return fn(limits=Limits(max_steps=max_steps, max_bytes=max_mb * 2**20), **rest)
+
+    from checker.traces.itf import DEFAULT_LIMITS
+
+    wrapper = click.option(
+        "--max-steps", type=click.IntRange(min=0), default=DEFAULT_LIMITS.max_steps,
+        show_default=True, metavar="N", help="Refuse a trace of more steps (a long one takes "
+        "minutes and gigabytes to replay and draw).")(wrapper)
+    return click.option(
+        "--max-mb", type=click.IntRange(min=1), default=DEFAULT_LIMITS.max_bytes // 2**20,
+        show_default=True, metavar="MB", help="Refuse a bigger trace file before reading "
+        "it.")(wrapper)
+
+
 @trace.command("show")
 @_trace_file
+@_trace_limits
 @click.option("--full", is_flag=True, help="Show every variable, not just the changed ones.")
 @click.option("--step", type=click.IntRange(min=0), metavar="K", help="Show only step K.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Pause after each step (Enter: next, q: quit).")
 @click.option("--raw", is_flag=True,
               help="Show the changed variables even when the spec declares a protocol view.")
-def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool) -> None:
+def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool,
+               limits: Any) -> None:
     """Show the trace in FILE step by step: through the spec's protocol view (its lanes'
     tables, changed cells highlighted) when it declares one, else the changed variables."""
     if interactive and (full or step is not None):
@@ -577,7 +609,7 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
     from checker.traces.replay import load_trace
     from checker.traces.view import show_trace, show_trace_interactive
 
-    loaded = load_trace(file)
+    loaded = load_trace(file, limits=limits)
     console = Console(highlight=False)
     if interactive:
         show_trace_interactive(loaded, console, raw=raw)
@@ -587,9 +619,10 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
 
 @trace.command("html")
 @_trace_file
+@_trace_limits
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               metavar="OUT.html", help="Where to write the page (default: FILE with .html).")
-def trace_html(file: str, output: Path | None) -> None:
+def trace_html(file: str, output: Path | None, limits: Any) -> None:
     """Write the trace in FILE as one self-contained HTML page: swimlanes, a step slider
     (left/right keys), each lane's tables with the changed cells marked, the whole
     state, and the violation."""
@@ -599,17 +632,18 @@ def trace_html(file: str, output: Path | None) -> None:
 
     out = output or Path(file).with_name(html_name(Path(file)))
     check_writable(out, "-o", make_folders=False)
-    write_html(load_trace(file), out, source=Path(file).name)
-    click.echo(f"wrote {out} (open it in a browser)")
+    write_html(load_trace(file, limits=limits), out, source=Path(file).name)
+    click.echo(f"wrote {out} ({out.stat().st_size / 2**20:,.1f} MB; open it in a browser)")
 
 
 @trace.command("check")
 @_trace_file
-def trace_check(file: str) -> None:
+@_trace_limits
+def trace_check(file: str, limits: Any) -> None:
     """Replay FILE against its spec; exit 0 if every step is a real transition."""
     from checker.traces.replay import check_trace
 
-    loaded, violated = check_trace(file)
+    loaded, violated = check_trace(file, limits=limits)
     click.echo(f"{file}: replays ({len(loaded)} steps of spec {loaded.machine.spec_name}); "
                f"violates {', '.join(violated) or 'nothing'}")
 

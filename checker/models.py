@@ -84,17 +84,27 @@ def resolve_model_path(path_or_name: str, models_dir: Path,
     """A path as given, or a bare name like `tracker_small` looked up in models_dir, then
     in the folders `also` (the benchmark models)."""
     path = Path(path_or_name)
-    if path.is_file():
+    if _is_file(path):
         return path
     if path.name == path_or_name and path.suffix != SUFFIX:
         for folder in (Path(models_dir), *also):
             candidate = folder / f"{path_or_name}{SUFFIX}"
-            if candidate.is_file():
+            if _is_file(candidate):
                 return candidate
     known = [p.stem for folder in (Path(models_dir), *also) for p in list_models(folder)]
-    hint = did_you_mean(path_or_name, known)
-    raise ModelError(f"unknown model {path_or_name!r}: no such file, and no model of that name "
+    hint = did_you_mean(path_or_name, known) if len(path_or_name) < 200 else ""
+    shown = path_or_name if len(path_or_name) <= 80 else \
+        f"{path_or_name[:40]}... ({len(path_or_name):,} characters)"
+    raise ModelError(f"unknown model {shown!r}: no such file, and no model of that name "
                      f"in {models_dir}{hint} (`ctmc list` shows the {len(known)} models)")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a regular file; a name the system refuses (too long) is not."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def load_model(path_or_name: str | Path, models_dir: Path = MODELS_DIR,

@@ -4,6 +4,7 @@ saying what to change (exit 2), or progress and an inconclusive verdict (exit 3)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -275,3 +276,86 @@ def test_a_well_formed_view_builds(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     assert ctmc("check", "m.toml", "-q").exit_code == 0
+
+
+# --- hostile or huge input: one line each, nothing read that should not be ---------------
+
+@pytest.fixture
+def a_trace(tmp_path, monkeypatch) -> Path:
+    """A real counterexample's ITF file, in tmp_path (the working folder)."""
+    monkeypatch.chdir(tmp_path)
+    assert ctmc("check", "mutation_reset_cur_on_prev_exit", "-q", "--trace-out",
+                "t.itf.json").exit_code == 1
+    return tmp_path / "t.itf.json"
+
+
+def _edited(trace: Path, name: str, change) -> Path:  # noqa: ANN001 - a function of the doc
+    doc = json.loads(trace.read_text())
+    change(doc)
+    out = trace.with_name(name)
+    out.write_text(json.dumps(doc))
+    return out
+
+
+@pytest.mark.parametrize("command", ["show", "html", "check"])
+def test_a_trace_input_that_is_not_a_regular_file_is_refused_unread(command, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")  # reading it would wait forever
+    for source, kind in (("/dev/zero", "a character device"), ("fifo", "a FIFO")):
+        line = one_error_line(ctmc("trace", command, source))
+        assert line == f"error: {source}: not a regular file ({kind}); give a trace file"
+    assert not list(tmp_path.glob("*.html"))
+
+
+def test_a_trace_file_bigger_than_the_limit_is_refused_before_it_is_read(a_trace):
+    big = _edited(a_trace, "big.itf.json", lambda d: d["#meta"].update(pad="x" * 2**21))
+    line = one_error_line(ctmc("trace", "html", str(big), "--max-mb", "1"))
+    assert line == f"error: {big}: 2 MB, above the limit of 1 MB (raise it with --max-mb)"
+    assert ctmc("trace", "check", str(big), "--max-mb", "3").exit_code == 0
+
+
+def test_a_trace_longer_than_the_limit_is_refused_and_the_limit_can_be_raised(a_trace):
+    steps = len(json.loads(a_trace.read_text())["states"]) - 1
+    line = one_error_line(ctmc("trace", "html", str(a_trace), "--max-steps", str(steps - 1)))
+    assert line == (f"error: {a_trace}: {steps} steps, above the limit of {steps - 1} (raise "
+                    "it with --max-steps)")
+    assert not a_trace.with_suffix("").with_suffix(".html").exists()
+    done = ctmc("trace", "html", str(a_trace), "--max-steps", str(steps))
+    assert done.exit_code == 0, done.output
+
+
+def test_json_nested_too_deeply_is_one_line(a_trace):
+    text = a_trace.read_text().replace('"#meta": {', '"#meta": {"deep": '
+                                       + "[" * 100_000 + "]" * 100_000 + ",", 1)
+    (a_trace.parent / "deep.itf.json").write_text(text)
+    shallow = _edited(a_trace, "nested.itf.json",
+                      lambda d: d["#meta"].update(deep=json.loads("[" * 70 + "]" * 70)))
+    for path in (a_trace.parent / "deep.itf.json", shallow):
+        line = one_error_line(ctmc("trace", "html", str(path)))
+        assert line.startswith(f"error: {path}: JSON nested ") and "64" in line, line
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: (d["vars"].append("ghost"), [s.update(ghost=1) for s in d["states"]]),
+     "\"vars\" names 'ghost', which spec tracker does not declare"),
+    (lambda d: d["states"][2].update(stray=1),
+     "state 2 has 'stray', which is not a variable of spec tracker"),
+])
+def test_trace_check_refuses_a_variable_the_spec_does_not_have(change, message, a_trace):
+    edited = _edited(a_trace, "edited.itf.json", change)
+    assert one_error_line(ctmc("trace", "check", str(edited))) == f"error: {edited}: {message}"
+
+
+def test_an_absurdly_long_model_name_is_one_short_line():
+    line = one_error_line(ctmc("check", "x" * 5000))
+    assert line.startswith(f"error: unknown model '{'x' * 40}... (5,000 characters)': no such "
+                           "file") and len(line) < 300
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_checkpoint_every_must_be_a_number_of_seconds(value, tmp_path):
+    line = one_error_line(ctmc("check", "tracker_small", "--checkpoint", str(tmp_path / "c"),
+                               "--checkpoint-every", value))
+    assert f"Invalid value for '--checkpoint-every': {value} is not a number of seconds" in line
+    assert not (tmp_path / "c").exists()

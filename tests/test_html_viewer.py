@@ -524,3 +524,51 @@ def test_an_action_failing_to_evaluate_is_its_own_step_on_the_page() -> None:
                               for v in data["steps"][-2]["vars"]]
     assert data["violation"] == ("error EvalError: action poke() (assigning a[0]) reads a[i] "
                                  "at index 3: a has indexes 0 to 2")
+
+
+HOSTILE = "<!-- </script><script>document.title='pwned'</script> & \u2028 -->"
+
+
+def test_hostile_text_in_a_trace_is_shown_as_text(tmp_path: Path, browser: Any) -> None:
+    """`<!--`, `</script>` and friends in a trace's #meta or violation message neither
+    blank the page nor run: the data is JSON escaped for HTML (`\\u003c`), and read back
+    exactly."""
+    trace = relay_trace()
+    trace.meta["note"] = HOSTILE
+    trace.violation["message"] = HOSTILE
+    itf = tmp_path / "hostile.itf.json"
+    write_trace(trace, itf)
+    page_file = tmp_path / "hostile.html"
+    assert _cli("trace", "html", str(itf), "-o", str(page_file)).return_value in (None, 0)
+    text = page_file.read_text()
+    payload = text.split('id="trace-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in payload and json.loads(payload)["meta"]["note"] == HOSTILE
+    data = _open(browser, page_file)
+    assert data["meta"]["note"] == HOSTILE
+    assert browser.title != "pwned"
+    assert HOSTILE.split("\u2028")[0] in browser.find_element("css selector", "header").text
+    assert browser.find_elements("css selector", "svg.lanes g.step")  # the page is drawn
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_gate_html_links_cannot_carry_a_scheme(tmp_path: Path, browser: Any) -> None:
+    """A model whose file name reads as a URL scheme gets a relative link to its page:
+    clicking it opens the page, and runs nothing."""
+    models = tmp_path / "models"
+    models.mkdir()
+    name = "javascript:void(document.title='pwned');<!--"  # the rest of the name: a comment
+    (models / f"{name}.toml").write_text(
+        'spec = "tests.cli_specs:COUNTER"\nmutations = ["overshoot"]\n'
+        'invariants = ["WithinLimit"]\n[engine]\ndeadlock = false\n'
+        '[expect]\noutcome = "violates WithinLimit"\n')
+    result = _cli("gate", str(models), "--trace-dir", str(tmp_path / "traces"),
+                  "--html", str(tmp_path / "html"))
+    assert result.return_value == 0, result.output
+    index = (tmp_path / "html" / "index.html").read_text()
+    (href,) = re.findall(r'href="([^"]*)"', index)
+    assert href.startswith("./javascript%3A") and ":" not in href
+    browser.get((tmp_path / "html" / "index.html").as_uri())
+    browser.find_element("css selector", "td a").click()
+    assert browser.title != "pwned"
+    assert browser.current_url.split("#")[0].endswith("-WithinLimit-bfs.html")
+    assert browser.find_element("id", "trace-data")

@@ -18,6 +18,7 @@ import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from checker.outputs import replace_text
 from checker.traces.story import (
@@ -56,7 +57,7 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
         trace = load_trace(file)
         out = folder / html_name(file)
         write_html(trace, out, source=file.name)
-        rows.append(f'<tr><td><a href="{html.escape(out.name)}">{html.escape(out.stem)}</a>'
+        rows.append(f'<tr><td><a href="{page_link(out.name)}">{html.escape(out.stem)}</a>'
                     f"</td><td>{html.escape(trace.machine.spec_name)}</td>"
                     f"<td>{html.escape(violation_sentence(trace) or '-')}</td>"
                     f"<td>{len(trace)}</td></tr>")
@@ -69,6 +70,12 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
                  "<th>spec</th><th>violation</th><th>steps</th></tr>\n" + "\n".join(rows)
                  + "\n</table>\n</body>\n</html>\n")
     return index
+
+
+def page_link(name: str) -> str:
+    """An href to the page `name` beside the index: a relative path that cannot carry a
+    scheme (`javascript:...` becomes `./javascript%3A...`), escaped for the attribute."""
+    return html.escape("./" + quote(name), quote=True)
 
 
 def html_name(trace_file: Path) -> str:
@@ -86,8 +93,7 @@ def page(trace: Trace, source: str = "") -> str:
     folder = resources.files("checker.traces") / "page"
     css = (folder / "viewer.css").read_text(encoding="utf-8")
     script = (folder / "viewer.js").read_text(encoding="utf-8")
-    # inside <script>, "</" could close the element early; JSON allows the escape
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    payload = script_json(data)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{html.escape(data['title'])}</title>\n<style>\n{css}</style>\n</head>\n"
@@ -95,6 +101,17 @@ def page(trace: Trace, source: str = "") -> str:
             f'see the trace.</noscript>\n<div id="app"></div>\n'
             f'<script type="application/json" id="trace-data">{payload}</script>\n'
             f"<script>\n{script}</script>\n</body>\n</html>\n")
+
+
+def script_json(data: Any) -> str:
+    """`data` as JSON that can sit inside <script>: no `<`, `>` or `&` appears (each is
+    written as its JSON escape \\u003c...), so no text in it can close the element or
+    open a comment, and JSON.parse still reads it back exactly."""
+    text = json.dumps(data, ensure_ascii=False)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
 
 
 def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
