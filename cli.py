@@ -633,7 +633,9 @@ def trace_html(file: str, output: Path | None, limits: Any) -> None:
     out = output or Path(file).with_name(html_name(Path(file)))
     check_writable(out, "-o", make_folders=False)
     write_html(load_trace(file, limits=limits), out, source=Path(file).name)
-    click.echo(f"wrote {out} ({out.stat().st_size / 2**20:,.1f} MB; open it in a browser)")
+    size = out.stat().st_size
+    shown = f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.0f} KB"
+    click.echo(f"wrote {out} ({shown}; open it in a browser)")
 
 
 @trace.command("check")
@@ -675,13 +677,14 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
     all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
     from checker.gate import collect_models, run_gate, to_json, write_junit
+    from checker.outputs import check_folder, check_writable
     from checker.progress import PROGRESS_SECONDS
 
     paths = collect_models(targets, models_dir)
     if html_dir is not None:
-        from checker.outputs import check_folder
-
         check_folder(html_dir, "--html")
+    if junit is not None:
+        check_writable(junit, "--junit")
     width = len(str(len(paths)))
     model = [""]  # the model being run, as its progress lines name it
     last = [time.monotonic()]
@@ -802,8 +805,11 @@ _SPEC_LISTS = ("invariants", "mutations", "params")
 @click.pass_obj
 def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
     """List specs and models (the default), or a spec's invariants, mutations or params."""
+    from checker.models import check_models_dir
     from checker.reporting import listings
 
+    if what in (None, "models"):
+        check_models_dir(models_dir)  # before anything is printed
     console = Console(highlight=False)  # wrapped at the terminal's width, never cut
     if what in _SPEC_LISTS:
         if not spec_ref:

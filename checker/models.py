@@ -91,12 +91,21 @@ def resolve_model_path(path_or_name: str, models_dir: Path,
             candidate = folder / f"{path_or_name}{SUFFIX}"
             if _is_file(candidate):
                 return candidate
+    check_models_dir(models_dir)
     known = [p.stem for folder in (Path(models_dir), *also) for p in list_models(folder)]
     hint = did_you_mean(path_or_name, known) if len(path_or_name) < 200 else ""
     shown = path_or_name if len(path_or_name) <= 80 else \
         f"{path_or_name[:40]}... ({len(path_or_name):,} characters)"
     raise ModelError(f"unknown model {shown!r}: no such file, and no model of that name "
                      f"in {models_dir}{hint} (`ctmc list` shows the {len(known)} models)")
+
+
+def check_models_dir(models_dir: Path) -> None:
+    """Refuse a models folder that is not there, rather than finding no model in it."""
+    folder = Path(models_dir)
+    if not folder.is_dir():
+        raise ModelError(f"--models-dir: {folder} "
+                         f"{'is not a folder' if folder.exists() else 'does not exist'}")
 
 
 def _is_file(path: Path) -> bool:

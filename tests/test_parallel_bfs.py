@@ -32,7 +32,7 @@ LATE_COUNTEREXAMPLES = {
     "log_driven_mutation_repropose_without_tracking",  # 1.7M
     "log_driven_mutation_sender_keeps_moved_range",  # 2.2M
 }
-PER_RUN = ("workers", "bytes_per_state")  # stats that describe the run, not the model
+PER_RUN = ("workers", "bytes_per_state", "resumed")  # what describes the run, not the model
 
 
 def _ci_models() -> list[Path]:
@@ -227,6 +227,27 @@ def test_a_killed_worker_is_one_line_and_leaves_no_process(pools):
     for pid in seen:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_a_killed_worker_names_the_resume_and_the_checkpoint_resumes(tmp_path, pools):
+    machine = GRID.instantiate({"n": 30})
+    want = same(check(machine, BfsOptions()))
+    folder = tmp_path / "ckpt"
+    killed: list[int] = []
+
+    def kill_one(read, count) -> None:
+        children = multiprocessing.active_children()
+        if children and not killed:
+            killed.append(children[-1].pid)
+            os.kill(children[-1].pid, signal.SIGKILL)
+
+    with pytest.raises(CheckerError) as error:
+        check(machine, BfsOptions(workers=2, workers_from=1, on_level=kill_one,
+                                  checkpoint_dir=str(folder), checkpoint_every=0))
+    assert f"to go on from the last checkpoint, run the same command with --resume {folder}" \
+        in str(error.value)
+    got = check(machine, BfsOptions(checkpoint_dir=str(folder), resume=True))
+    assert same(got) == want
 
 
 def test_a_failing_worker_is_one_line(pools, monkeypatch):

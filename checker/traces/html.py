@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from checker.outputs import replace_text
+from checker.outputs import MARK, replace_text
 from checker.traces.story import (
     CTI,
     UNTOUCHED,
@@ -63,6 +63,7 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
                     f"<td>{len(trace)}</td></tr>")
     index = folder / "index.html"
     replace_text(index, '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                 f'<meta name="generator" content="{MARK}">\n'
                  "<title>ctmc counterexamples</title>\n<style>body{font:14px system-ui,"
                  "sans-serif;margin:16px}td,th{padding:3px 12px 3px 0;text-align:left;"
                  "border-bottom:1px solid #d0d7de}</style>\n</head>\n<body>\n"
@@ -95,6 +96,7 @@ def page(trace: Trace, source: str = "") -> str:
     script = (folder / "viewer.js").read_text(encoding="utf-8")
     payload = script_json(data)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="generator" content="{MARK}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{html.escape(data['title'])}</title>\n<style>\n{css}</style>\n</head>\n"
             f'<body>\n<noscript>This page draws the trace with JavaScript; enable it to '

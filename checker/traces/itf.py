@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from checker.errors import TraceError
-from checker.outputs import replace_text
+from checker.outputs import file_kind, replace_text
 from checker.traces.trace import Trace
 
 FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -121,7 +121,7 @@ def read_itf(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS) -> dict[s
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise TraceError(f"{where}: not a regular file ({_kind(info.st_mode)}); "
+            raise TraceError(f"{where}: not a regular file ({file_kind(info.st_mode)}); "
                              "give a trace file")
         if info.st_size > limits.max_bytes:
             raise TraceError(f"{where}: {info.st_size / 2**20:,.0f} MB, above the limit of "
@@ -169,15 +169,6 @@ def shown_path(path: str | os.PathLike, width: int = 80) -> str:
     """A path as an error line shows it: cut in the middle when it is absurdly long."""
     text = str(path)
     return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 4:]}"
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
-                       (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def check_itf(doc: Any, where: str) -> None:
