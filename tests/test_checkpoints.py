@@ -43,7 +43,7 @@ CASES = {
 # what describes a run rather than the model (the visited set's encoding, so its bytes,
 # depends on how it was filled: all at once on a resume)
 TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds", "bytes_per_state",
-          "resumed")
+          "resumed", "peak_rss_mb_workers")
 
 
 def figures(result) -> dict:

@@ -39,7 +39,8 @@ BENCH_MODELS = ROOT / "bench" / "models"
 # what describes a run rather than the model: time, memory (the visited set's encoding
 # depends on how it was filled, e.g. all at once on a resume), where its files went
 TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds",
-          "parquet_bytes", "parquet_bytes_per_state", "run_dir", "bytes_per_state", "resumed")
+          "parquet_bytes", "parquet_bytes_per_state", "run_dir", "bytes_per_state", "resumed",
+          "peak_rss_mb_workers")
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

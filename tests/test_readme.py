@@ -7,6 +7,7 @@ says."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -150,3 +151,49 @@ def test_the_quoted_explanation_is_the_showcases(showcase: Path) -> None:
     why = explain(load_trace(showcase))
     assert why is not None
     assert " ".join(quoted.group(1).split()) == why.headline(why.clauses[0])
+
+
+def _text() -> str:
+    return " ".join(README.read_text().split())
+
+
+def test_the_model_file_shown_is_the_default_model() -> None:
+    import tomllib
+
+    block = next(b for b in _blocks("toml") if b.startswith("# models/tracker_small.toml"))
+    shown = tomllib.loads(block)
+    real = tomllib.loads((ROOT / "models" / "tracker_small.toml").read_text())
+    assert shown == {key: real[key] for key in shown}
+
+
+def test_the_readme_figures_are_the_tools() -> None:
+    """Every count the README states is computed here from the models, the specs and
+    the tools, so none can drift."""
+    import ctmc  # noqa: F401 - checker on the path
+    from checker.models import build_machine, list_models, load_model
+
+    text = _text()
+    small = load_model("tracker_small")
+    assert f"{small.expect_states:,} states, stored as {small.expect_orbits:,} orbits" in text
+    files = list_models(ROOT / "models")
+    orbits_only = [f for f in files if not load_model(f).engine["full_search"]]
+    assert (f"`ctmc gate` runs the {len(files)} models in `models/`; the tests run "
+            f"{len(files) - len(orbits_only)} of them, all but the {len(orbits_only)} "
+            "searched under symmetry only") in text
+    words = {6: "six", 11: "eleven"}
+    tracker = build_machine(small)
+    core = build_machine(load_model("log_driven_core"))
+    assert f"`spec/tracker.py` has the {words[len(tracker.lemmas)]} lemmas" in text
+    assert f"`spec/log_driven/lemmas.py` has the {words[len(core.lemmas)]} that make" in text
+    proof = small.proof["params"]
+    assert (f"proves them with {proof['requests']} requests and a clock up to "
+            f"{proof['max_now']:,}") in text
+
+
+def test_the_inferred_lemma_counts_are_infers() -> None:
+    done = _shell("ctmc infer tracker_small --set requests=1 --json", ROOT)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert (f"`tracker_small` with one request: {len(report['needed'])} needed, "
+            f"{len(report['others'])} others, {report['implied']} implied ones dropped") \
+        in _text()

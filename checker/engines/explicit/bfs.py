@@ -612,7 +612,12 @@ def _stats(search: _Search, started: float) -> dict:
                          time.perf_counter() - started + search.seconds_before,
                          search.kernel.layout, search.kernel.n_actions)
     stats["bytes_per_state"] = round(record_bytes / distinct, 2) if distinct else 0.0
-    stats["workers"] = search.options.workers
+    # the processes that shared the search: workers start only at a level big enough
+    stats["workers"] = 1 if search.pool is None else search.pool.n
+    if search.pool is not None:  # memory is the whole process tree's
+        workers = search.pool.peaks_mb()
+        stats["peak_rss_mb_workers"] = workers
+        stats["peak_rss_mb"] = round(stats["peak_rss_mb"] + sum(workers), 1)
     if search.resumed:
         stats["resumed"] = search.resumed
     if search.canon is not None:

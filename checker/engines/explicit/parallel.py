@@ -286,6 +286,19 @@ class Pool:
         return (f"BFS worker {w + 1} of {self.n} (pid {process.pid}) {how} during a level; "
                 f"the search stopped: {then}, with fewer --workers if memory is short")
 
+    def peaks_mb(self) -> list[float]:
+        """Each live worker's peak resident memory so far (Linux's VmHWM), in MB; 0 for
+        one whose peak cannot be read."""
+        peaks = []
+        for process in self.processes:
+            try:
+                with open(f"/proc/{process.pid}/status") as f:
+                    kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+            except (OSError, StopIteration, ValueError, IndexError):
+                kb = 0
+            peaks.append(round(kb / 1024, 1))
+        return peaks
+
     def close(self) -> None:
         """Kill every worker and reap it; the pool is then unusable. Idempotent."""
         for process in self.processes:
