@@ -283,11 +283,14 @@ def _out_of_memory(search: _Search, started: float) -> str:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     saved = search.checkpoint
-    if saved is not None:
-        try:
-            _save(search, started)
-        except (MemoryError, CheckerError):  # the previous checkpoint is intact
-            pass
+    if saved is not None and search.saves is not None:
+        for _ in range(2):  # a save in flight may have run out of memory with the level:
+            try:            # now that the level's buffers are free, it is tried again
+                search.saves.retry()
+                _save(search, started)
+                break
+            except (MemoryError, CheckerError):  # the previous checkpoint is intact
+                continue
     if saved is None:
         keep = "; with --checkpoint DIR the levels explored so far are kept"
     elif saved.levels:

@@ -204,6 +204,7 @@ class BackgroundSaves:
         self.checkpoint = checkpoint
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.failed: tuple[Any, ...] = ()  # what the save that failed was saving
 
     @property
     def busy(self) -> bool:
@@ -228,11 +229,18 @@ class BackgroundSaves:
             error, self.error = self.error, None
             raise error
 
+    def retry(self) -> None:
+        """Save again, here, what the save that failed was saving (once the memory it
+        lacked is free, say); a save that fails again raises."""
+        if self.failed:
+            args, self.failed = self.failed, ()
+            self.checkpoint.save(*args)
+
     def _save(self, *args: Any) -> None:
         try:
             self.checkpoint.save(*args)
         except BaseException as exc:  # noqa: BLE001 - handed to the searching thread
-            self.error = exc
+            self.error, self.failed = exc, args
 
 
 # --- files ---------------------------------------------------------------------------
