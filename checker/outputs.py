@@ -102,11 +102,12 @@ def check_folder_takes_files(folder: Path, what: str) -> None:
 
 
 def check_folder(path: str | os.PathLike, what: str) -> None:
-    """Refuse a folder that outputs could not be written into (made if missing)."""
+    """Refuse a folder of pages that could not be written into (made if missing), or
+    whose index.html is not ctmc's to replace."""
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{what}: {folder} is a file, not a folder")
-    check_writable(folder / "index", what)
+    check_writable(folder / "index.html", what)
 
 
 def replace_text(path: str | os.PathLike, text: str, *, make_folders: bool = True) -> None:
