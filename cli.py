@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from checker.errors import CheckerError
+from checker.errors import CheckerError, shown_path
 from checker.models import BENCH_MODELS_DIR, MODELS_DIR
 from checker.reporting.live import ProgressDisplay
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from checker.lang.machine import Machine
     from checker.models import Model
     from checker.run import EngineOptions
+    from checker.traces.itf import Limits
 
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -67,7 +68,7 @@ class _Cli(click.Group):
         except click.Abort:
             code = _fail("interrupted", EXIT_INTERRUPTED)
         except OSError as exc:  # the file system refused: a name too long, a full disk...
-            where = f": {_short(exc.filename)}" if exc.filename else ""
+            where = f": {shown_path(exc.filename)}" if exc.filename else ""
             code = _fail(f"error: {exc.strerror or exc}{where}", EXIT_ERROR)
         except MemoryError:  # outside a search, which says more (see bfs._out_of_memory)
             code = _fail("error: out of memory; lower the model's bounds, or check it with "
@@ -81,12 +82,6 @@ class _Cli(click.Group):
         if not standalone_mode:
             return code
         sys.exit(code)
-
-
-def _short(name: object, width: int = 80) -> str:
-    """A file name in an error line, cut in the middle when it is absurdly long."""
-    text = os.fsdecode(name) if isinstance(name, bytes | str) else str(name)
-    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 4:]}"
 
 
 def _fail(message: str, code: int) -> int:
@@ -601,7 +596,7 @@ def _trace_limits(fn: Callable) -> Callable:
 @click.option("--raw", is_flag=True,
               help="Show the changed variables even when the spec declares a protocol view.")
 def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool,
-               limits: Any) -> None:
+               limits: Limits) -> None:
     """Show the trace in FILE step by step: through the spec's protocol view (its lanes'
     tables, changed cells highlighted) when it declares one, else the changed variables."""
     if interactive and (full or step is not None):
@@ -622,7 +617,7 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
 @_trace_limits
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               metavar="OUT.html", help="Where to write the page (default: FILE with .html).")
-def trace_html(file: str, output: Path | None, limits: Any) -> None:
+def trace_html(file: str, output: Path | None, limits: Limits) -> None:
     """Write the trace in FILE as one self-contained HTML page: swimlanes, a step slider
     (left/right keys), each lane's tables with the changed cells marked, the whole
     state, and the violation."""
@@ -641,7 +636,7 @@ def trace_html(file: str, output: Path | None, limits: Any) -> None:
 @trace.command("check")
 @_trace_file
 @_trace_limits
-def trace_check(file: str, limits: Any) -> None:
+def trace_check(file: str, limits: Limits) -> None:
     """Replay FILE against its spec; exit 0 if every step is a real transition."""
     from checker.traces.replay import check_trace
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -289,7 +290,7 @@ def a_trace(tmp_path, monkeypatch) -> Path:
     return tmp_path / "t.itf.json"
 
 
-def _edited(trace: Path, name: str, change) -> Path:  # noqa: ANN001 - a function of the doc
+def _edited(trace: Path, name: str, change: Callable[[dict], object]) -> Path:
     doc = json.loads(trace.read_text())
     change(doc)
     out = trace.with_name(name)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.errors import TraceError
+from checker.errors import TraceError, shown_path
 from checker.outputs import file_kind, replace_text
 from checker.traces.trace import Trace
 
@@ -163,12 +163,6 @@ def nesting(doc: Any) -> int:
             stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict)
                                                   else value))
     return deepest
-
-
-def shown_path(path: str | os.PathLike, width: int = 80) -> str:
-    """A path as an error line shows it: cut in the middle when it is absurdly long."""
-    text = str(path)
-    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 4:]}"
 
 
 def check_itf(doc: Any, where: str) -> None:

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from checker.backends.scalar import ScalarMachine, State
-from checker.errors import EvalError, ModelError, TraceError, did_you_mean
+from checker.errors import EvalError, ModelError, TraceError, did_you_mean, shown_path
 from checker.lang.machine import ActionInstance, Machine
 from checker.registry import find_spec
 from checker.traces.itf import (
@@ -23,7 +23,6 @@ from checker.traces.itf import (
     check_itf,
     from_itf_value,
     read_itf,
-    shown_path,
 )
 from checker.traces.trace import Trace
 

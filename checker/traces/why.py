@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from checker.backends.scalar import OutOfRange, evaluate
-from checker.lang.expr import BOOL, EnumType, Expr, const, indexed
+from checker.lang.expr import BOOL, EnumType, Expr, const, indexed, walk
 from checker.lang.machine import Machine, Slot
 from checker.lang.types import Array
 from checker.traces.trace import Trace
@@ -39,6 +39,9 @@ class Reading:
 
 @dataclass(frozen=True)
 class Clause:
+    """A failing clause of the property: as a reader writes it, the ForAll values bound
+    in it, and what it reads."""
+
     text: str
     binding: str  # the ForAll values bound in it ("iw=(0, 1)"), or ""
     readings: tuple[Reading, ...]
@@ -202,7 +205,7 @@ def _holds(e: Expr, frames: tuple[Sequence[int], Sequence[int]]) -> bool:
         return False
 
 
-def _origins(trace: Trace):  # noqa: ANN202 - a closure over the trace
+def _origins(trace: Trace) -> Callable[[int, int], int]:
     """origin(slot, at): the step whose action last changed `slot` at or before state
     `at` (0: it holds its first value)."""
     states = trace.states
@@ -286,14 +289,21 @@ def _text(machine: Machine, e: Expr) -> str:
             text, prec = f"not {go(args[0], _PREC['eq'])}", _PREC["not"]
         else:  # a comparison or + and -: the right operand of - binds tighter
             prec, symbol, left, right = _PREC[op], _BINARY[op], args[0], args[1]
-            if op == "eq" and left.is_const:  # `hop == 3`, as written, not `3 == hop`
-                left, right = right, left
+            if op == "eq" and _first_slot(right) < _first_slot(left):
+                left, right = right, left  # `hop == 3`, `a[0] == a[3]`: not by node ids
             if op == "add" and right.is_const and right.value is not None and right.value < 0:
                 symbol, right = "-", const(-right.value)  # x - 1 is built as x + -1
             text = f"{go(left, prec - 1)} {symbol} {go(right, prec)}"
         return f"({text})" if prec <= outer else text
 
     return go(e)
+
+
+def _first_slot(e: Expr) -> float:
+    """The first slot `e` reads (a constant reads none, so it goes last): operands of
+    `==` are ordered by it, as node ids depend on what was built before."""
+    slots = [x.slot for x in walk([e]) if x.op == "var"]
+    return min(slots) if slots else float("inf")
 
 
 _PREC = {"if": 1, "or": 2, "and": 3, "not": 4, "eq": 5, "lt": 5, "le": 5, "add": 7, "sub": 7}
