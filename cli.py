@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from checker.errors import CheckerError
+from checker.errors import CheckerError, shown_path
+from checker.models import BENCH_MODELS_DIR, MODELS_DIR
 from checker.reporting.live import ProgressDisplay
 
 if TYPE_CHECKING:
@@ -36,9 +37,8 @@ if TYPE_CHECKING:
     from checker.lang.machine import Machine
     from checker.models import Model
     from checker.run import EngineOptions
+    from checker.traces.itf import Limits
 
-MODELS_DIR = Path(__file__).resolve().parent / "models"
-BENCH_MODELS_DIR = Path(__file__).resolve().parent / "bench" / "models"
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (unknown)
@@ -67,6 +67,9 @@ class _Cli(click.Group):
             code = _fail(str(exc), EXIT_INTERRUPTED)
         except click.Abort:
             code = _fail("interrupted", EXIT_INTERRUPTED)
+        except OSError as exc:  # the file system refused: a name too long, a full disk...
+            where = f": {shown_path(exc.filename)}" if exc.filename else ""
+            code = _fail(f"error: {exc.strerror or exc}{where}", EXIT_ERROR)
         except MemoryError:  # outside a search, which says more (see bfs._out_of_memory)
             code = _fail("error: out of memory; lower the model's bounds, or check it with "
                          "--engine spark", EXIT_ERROR)
@@ -233,6 +236,7 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Save progress in DIR (new or empty) so the run can be resumed (bfs).")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=5.0,
               show_default=True, metavar="SECONDS",
+              callback=lambda ctx, param, value: _finite(param, value),
               help="Save at the first level boundary SECONDS after the last save (bfs).")
 @_workers_option
 @_timeout_option
@@ -562,15 +566,37 @@ def trace() -> None:
 _trace_file = click.argument("file", type=click.Path(exists=True, dir_okay=False))
 
 
+def _trace_limits(fn: Callable) -> Callable:
+    """--max-steps and --max-mb, handed over as one `Limits`."""
+    @functools.wraps(fn)
+    def wrapper(max_steps: int, max_mb: int, **rest: Any) -> Any:
+        from checker.traces.itf import Limits
+
+        return fn(limits=Limits(max_steps=max_steps, max_bytes=max_mb * 2**20), **rest)
+
+    from checker.traces.itf import DEFAULT_LIMITS
+
+    wrapper = click.option(
+        "--max-steps", type=click.IntRange(min=0), default=DEFAULT_LIMITS.max_steps,
+        show_default=True, metavar="N", help="Refuse a trace of more steps (a long one takes "
+        "minutes and gigabytes to replay and draw).")(wrapper)
+    return click.option(
+        "--max-mb", type=click.IntRange(min=1), default=DEFAULT_LIMITS.max_bytes // 2**20,
+        show_default=True, metavar="MB", help="Refuse a bigger trace file before reading "
+        "it.")(wrapper)
+
+
 @trace.command("show")
 @_trace_file
+@_trace_limits
 @click.option("--full", is_flag=True, help="Show every variable, not just the changed ones.")
 @click.option("--step", type=click.IntRange(min=0), metavar="K", help="Show only step K.")
 @click.option("--interactive", "-i", is_flag=True,
               help="Pause after each step (Enter: next, q: quit).")
 @click.option("--raw", is_flag=True,
               help="Show the changed variables even when the spec declares a protocol view.")
-def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool) -> None:
+def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: bool,
+               limits: Limits) -> None:
     """Show the trace in FILE step by step: through the spec's protocol view (its lanes'
     tables, changed cells highlighted) when it declares one, else the changed variables."""
     if interactive and (full or step is not None):
@@ -578,7 +604,7 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
     from checker.traces.replay import load_trace
     from checker.traces.view import show_trace, show_trace_interactive
 
-    loaded = load_trace(file)
+    loaded = load_trace(file, limits=limits)
     console = Console(highlight=False)
     if interactive:
         show_trace_interactive(loaded, console, raw=raw)
@@ -588,9 +614,10 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
 
 @trace.command("html")
 @_trace_file
+@_trace_limits
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               metavar="OUT.html", help="Where to write the page (default: FILE with .html).")
-def trace_html(file: str, output: Path | None) -> None:
+def trace_html(file: str, output: Path | None, limits: Limits) -> None:
     """Write the trace in FILE as one self-contained HTML page: swimlanes, a step slider
     (left/right keys), each lane's tables with the changed cells marked, the whole
     state, and the violation."""
@@ -600,17 +627,20 @@ def trace_html(file: str, output: Path | None) -> None:
 
     out = output or Path(file).with_name(html_name(Path(file)))
     check_writable(out, "-o", make_folders=False)
-    write_html(load_trace(file), out, source=Path(file).name)
-    click.echo(f"wrote {out} (open it in a browser)")
+    write_html(load_trace(file, limits=limits), out, source=Path(file).name)
+    size = out.stat().st_size
+    shown = f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.0f} KB"
+    click.echo(f"wrote {out} ({shown}; open it in a browser)")
 
 
 @trace.command("check")
 @_trace_file
-def trace_check(file: str) -> None:
+@_trace_limits
+def trace_check(file: str, limits: Limits) -> None:
     """Replay FILE against its spec; exit 0 if every step is a real transition."""
     from checker.traces.replay import check_trace
 
-    loaded, violated = check_trace(file)
+    loaded, violated = check_trace(file, limits=limits)
     click.echo(f"{file}: replays ({len(loaded)} steps of spec {loaded.machine.spec_name}); "
                f"violates {', '.join(violated) or 'nothing'}")
 
@@ -642,13 +672,14 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
     all match, 1 on any surprise, 2 for a broken model file or bad arguments."""
     from checker.gate import collect_models, run_gate, to_json, write_junit
+    from checker.outputs import check_folder, check_writable
     from checker.progress import PROGRESS_SECONDS
 
     paths = collect_models(targets, models_dir)
     if html_dir is not None:
-        from checker.outputs import check_folder
-
         check_folder(html_dir, "--html")
+    if junit is not None:
+        check_writable(junit, "--junit")
     width = len(str(len(paths)))
     model = [""]  # the model being run, as its progress lines name it
     last = [time.monotonic()]
@@ -769,8 +800,11 @@ _SPEC_LISTS = ("invariants", "mutations", "params")
 @click.pass_obj
 def list_cmd(models_dir: Path, what: str | None, spec_ref: str | None) -> int:
     """List specs and models (the default), or a spec's invariants, mutations or params."""
+    from checker.models import check_models_dir
     from checker.reporting import listings
 
+    if what in (None, "models"):
+        check_models_dir(models_dir)  # before anything is printed
     console = Console(highlight=False)  # wrapped at the terminal's width, never cut
     if what in _SPEC_LISTS:
         if not spec_ref:

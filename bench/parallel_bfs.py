@@ -100,7 +100,7 @@ def main() -> None:
         print(json.dumps(run_one(args.child[0], int(args.child[1]), overrides)))
         return
     header = (f"{'workers':>7} {'states':>12} {'seconds':>8} {'states/s':>11} "
-              f"{'CPU main':>8} {'CPU workers':>11} {'peak RSS MB':>11} {'all MB':>7} "
+              f"{'CPU main':>8} {'CPU workers':>11} {'peaks MB':>11} {'all MB':>7} "
               f"{'vs 1':>5} {'load before':>11}")
     print(f"model {args.model}{''.join(f' {item}' for item in args.set)}, "
           f"{len(os.sched_getaffinity(0))} usable cores")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 
 
@@ -36,3 +37,10 @@ def did_you_mean(name: str, known: Iterable[object]) -> str:
     can act on, instead of a list to read through."""
     close = difflib.get_close_matches(name, [str(k) for k in known], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def shown_path(path: object, width: int = 80) -> str:
+    """A file name as an error line shows it: cut in the middle when it is absurdly long
+    (a 5,000-character name would otherwise be the whole line)."""
+    text = os.fsdecode(path) if isinstance(path, bytes | str | os.PathLike) else str(path)
+    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 4:]}"

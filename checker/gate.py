@@ -37,10 +37,12 @@ from checker.models import (
     SUFFIX,
     Model,
     build_machine,
+    check_models_dir,
     list_models,
     load_model,
     outcome_matches,
 )
+from checker.outputs import MARK, replace_text
 
 
 @dataclass
@@ -100,6 +102,8 @@ def collect_models(args: Sequence[str | os.PathLike], models_dir: Path) -> list[
     """Model files named by `args` (folders, files, or bare names in models_dir),
     or every file in models_dir when there are none; sorted by name, no repeats."""
     found: list[Path] = []
+    if not args:
+        check_models_dir(models_dir)
     for arg in args or [models_dir]:
         path = Path(arg)
         if path.is_dir():
@@ -367,11 +371,11 @@ def to_junit(report: GateReport, suite: str = "ctmc gate") -> ET.ElementTree:
 
 
 def write_junit(report: GateReport, path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        to_junit(report).write(path, encoding="utf-8", xml_declaration=True)
-    except OSError as exc:
-        raise CheckerError(f"cannot write JUnit report {path}: {exc.strerror or exc}") from None
+    """The JUnit report, replaced atomically (`checker.outputs`)."""
+    root = to_junit(report).getroot()
+    assert root is not None  # to_junit builds a tree with a root
+    xml = ET.tostring(root, encoding="unicode")
+    replace_text(path, f'<?xml version="1.0" encoding="utf-8"?>\n<!-- {MARK} -->\n{xml}\n')
 
 
 def _opt(value: int | None) -> str:

@@ -29,7 +29,7 @@ import networkx as nx
 from checker.backends.scalar import ScalarMachine
 from checker.errors import CheckerError
 from checker.lang.machine import ActionInstance, Machine
-from checker.outputs import replace_text
+from checker.outputs import MARK, replace_text
 from checker.progress import Progress, Ticker
 from checker.views import Rendered, render, show
 
@@ -183,7 +183,7 @@ ON_PATH = {"color": "blue", "fontcolor": "blue", "penwidth": "2.5"}
 def write_dot(g: nx.MultiDiGraph, path: str | os.PathLike) -> None:
     """Graphviz DOT: initial states with a double border, violating states and steps in
     red, the counterexample in thick blue; node labels left-aligned, line by line."""
-    lines = ["digraph states {",
+    lines = [f"// {MARK}", "digraph states {",
              '  node [shape=box, fontname="monospace", fontsize=10];',
              '  edge [fontname="monospace", fontsize=9];']
     for name, a in g.nodes(data=True):
@@ -209,7 +209,8 @@ def write_graphml(g: nx.MultiDiGraph, path: str | os.PathLike) -> None:
     """GraphML through networkx: every attribute keeps its type (string, int, boolean)."""
     out = io.BytesIO()
     nx.write_graphml(g, out)
-    replace_text(path, out.getvalue().decode("utf-8"))
+    declaration, _, rest = out.getvalue().decode("utf-8").partition("\n")
+    replace_text(path, f"{declaration}\n<!-- {MARK} -->\n{rest}")
 
 
 def _quote(text: str) -> str:

@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from checker.engines.result import CheckResult
 
 SUFFIX = ".toml"
+# the models that ship with ctmc, beside `checker/` in a checkout and in the wheel alike
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+BENCH_MODELS_DIR = MODELS_DIR.parent / "bench" / "models"
 # full_search = false: the model is searched only under its spec's symmetry (one state
 # per orbit) by the gate and the tests; storing every state is out of reach
 ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0, "full_search": True}
@@ -81,20 +84,42 @@ def resolve_model_path(path_or_name: str, models_dir: Path,
     """A path as given, or a bare name like `tracker_small` looked up in models_dir, then
     in the folders `also` (the benchmark models)."""
     path = Path(path_or_name)
-    if path.is_file():
+    if _is_file(path):
         return path
     if path.name == path_or_name and path.suffix != SUFFIX:
         for folder in (Path(models_dir), *also):
             candidate = folder / f"{path_or_name}{SUFFIX}"
-            if candidate.is_file():
+            if _is_file(candidate):
                 return candidate
+    check_models_dir(models_dir)
     known = [p.stem for folder in (Path(models_dir), *also) for p in list_models(folder)]
-    hint = did_you_mean(path_or_name, known)
-    raise ModelError(f"unknown model {path_or_name!r}: no such file, and no model of that name "
+    hint = did_you_mean(path_or_name, known) if len(path_or_name) < 200 else ""
+    shown = path_or_name if len(path_or_name) <= 80 else \
+        f"{path_or_name[:40]}... ({len(path_or_name):,} characters)"
+    raise ModelError(f"unknown model {shown!r}: no such file, and no model of that name "
                      f"in {models_dir}{hint} (`ctmc list` shows the {len(known)} models)")
 
 
-def load_model(path_or_name: str | Path, models_dir: Path, also: Sequence[Path] = ()) -> Model:
+def check_models_dir(models_dir: Path) -> None:
+    """Refuse a models folder that is not there, rather than finding no model in it."""
+    folder = Path(models_dir)
+    if not folder.is_dir():
+        raise ModelError(f"--models-dir: {folder} "
+                         f"{'is not a folder' if folder.exists() else 'does not exist'}")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether `path` is a regular file; a name the system refuses (too long) is not."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def load_model(path_or_name: str | Path, models_dir: Path = MODELS_DIR,
+               also: Sequence[Path] = (BENCH_MODELS_DIR,)) -> Model:
+    """A model file by path, or by name as `ctmc` finds it: in `models_dir` (the models
+    that ship with ctmc), then in `also` (the benchmark models)."""
     path = resolve_model_path(str(path_or_name), models_dir, also)
     data = _read_toml(path)
     where = str(path)

@@ -95,7 +95,7 @@ def _cases(machine: Machine) -> list[Case]:
     for a in machine.actions:
         named.append((f"guard of {a.label}", a.guard))
         named += [(f"update of {machine.slots[i].name} in {a.label}", e) for i, e in a.updates]
-        named += [(f"write check of {a.label} ({msg})", e) for e, msg in a.write_checks]
+        named += [(f"write check of {a.label} ({c.array})", c.cond) for c in a.write_checks]
     for kind, props in (("invariant", machine.invariants), ("lemma", machine.lemmas),
                         ("constraint", machine.constraints),
                         ("step invariant", machine.step_invariants)):

@@ -4,6 +4,8 @@ saying what to change (exit 2), or progress and an inconclusive verdict (exit 3)
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -135,3 +137,226 @@ def test_a_bad_scalarset_is_one_line(index, args, message, tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     line = one_error_line(ctmc("check", str(tmp_path / "m.toml"), *args))
     assert message in line, line
+
+
+OUT_OF_RANGE_SPEC = '''
+from checker.lang import Array, Int, Spec, require
+
+SPEC = Spec("user_out_of_range")
+
+@SPEC.build
+def _(m, p):
+    m.var("a", Array(Int(0, 3), 3), init=0)
+    m.var("i", Int(0, 5), init=0)
+
+    @m.action()
+    def step(s):
+        require(s.i < 3)
+        s.i = s.i + 1
+
+    @m.action(k=range(2))
+    def poke(s, k):
+        require(s.i >= 2)
+        ACCESS
+'''
+
+
+@pytest.mark.parametrize("engine", ["check", "simulate", "bmc"])
+@pytest.mark.parametrize("access, message", [
+    ("s.a[k] = s.a[s.i] + k",
+     "action poke(k=0) (assigning a[0]) reads a[i] at index 3: a has indexes 0 to 2"),
+    ("s.a[s.i] = k", "action poke(k=0) writes a[i] at index 3: a has indexes 0 to 2"),
+])
+def test_an_access_out_of_range_names_the_failing_action_the_index_and_the_bound(
+        engine, access, message, tmp_path, monkeypatch):
+    """The error belongs to the action that fails, one step after the last legal one:
+    the trace says which, and the viewers show it as a step of its own."""
+    module = f"user_oor_{len(access)}"
+    (tmp_path / f"{module}.py").write_text(OUT_OF_RANGE_SPEC.replace("ACCESS", access))
+    (tmp_path / "m.toml").write_text(f'spec = "{module}:SPEC"\n[engine]\ndeadlock = false\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    args = ["--seed", "3"] if engine == "simulate" else []
+    result = ctmc(engine, str(tmp_path / "m.toml"), "--json", *args)
+    assert result.exit_code == 2, result.output
+    report = json.loads(result.stdout)["violation"]
+    assert report["name"] == "EvalError" and report["message"] == message
+    itf = json.loads(Path(report["trace_file"]).read_text())
+    assert itf["#meta"]["violation"]["action"] == {"action": "poke", "params": {"k": 0}}
+    assert [s["i"] for s in itf["states"]][-1] == 3  # the last legal state
+    checked = ctmc("trace", "check", report["trace_file"])
+    assert checked.exit_code == 0 and "violates EvalError" in checked.stdout, checked.output
+    shown = ctmc("trace", "show", report["trace_file"]).stdout
+    n = len(itf["states"]) - 1
+    failing = shown[shown.index(f"Step {n + 1}: poke(k=0) fails"):]
+    assert " ".join(failing.replace("│", " ").split()).startswith(
+        f"Step {n + 1}: poke(k=0) fails ─")
+    assert "violation: error EvalError: " + message in " ".join(
+        failing.replace("│", " ").split())
+    last_legal = shown[shown.index(f"Step {n}: step()"):shown.index(f"Step {n + 1}:")]
+    assert f"then: poke(k=0) fails (step {n + 1})" in last_legal
+    assert "violation:" not in last_legal
+
+
+VIEW_SPEC = '''
+from checker.lang import Int, Spec, require
+from checker.views import Event, Table
+
+SPEC = Spec("user_view")
+
+@SPEC.build
+def _(m, p):
+    m.var("x", Int(0, 2), init=0)
+
+    @m.action()
+    def send(s):
+        require(s.x < 2)
+        s.x = s.x + 1
+
+    def lanes(state):
+        return LANES
+
+    def tables(state):
+        return TABLES
+
+    def events(step):
+        return EVENTS
+
+    m.view(lanes, tables, events)
+
+    @m.narrate
+    def narration(NARRATE_ARGS):
+        return NARRATION
+'''
+VIEW_OK = {"LANES": '["n1", "n2"]', "TABLES": '{"n1": [Table.of("t", ["x"], [[state["x"]]])]}',
+           "EVENTS": '[Event("n1", "send", ("n2",))]', "NARRATE_ARGS": "a, p, b, c",
+           "NARRATION": '"sends"'}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"EVENTS": '[Event("n1", "send", "n2")]'},
+     "the view's events (user_view_0.py:22) on step send() from the initial state: "
+     "Event(source='n1', label='send', targets='n2'): targets must be a tuple of lane "
+     "names, got 'n2' (a string: write (name,))"),
+    ({"EVENTS": '[Event("n3", "send")]'}, "source 'n3' is not one of the lanes ['n1', 'n2']"),
+    ({"EVENTS": '[Event("n1", "send", ("n9",))]'}, "target 'n9' is not one of the lanes"),
+    ({"EVENTS": '["send"]'}, "events must return a list of Event, got 'send'"),
+    ({"LANES": '["n1", 2]'}, "the view's lanes (user_view_4.py:16) on the initial state: a "
+                             "lane must be a non-empty string, got 2"),
+    ({"LANES": '"n1"'}, "lanes must be a list of names, got 'n1'"),
+    ({"TABLES": '{"n7": []}'}, "tables name lane 'n7', which is not one of the lanes"),
+    ({"TABLES": '{"n1": [Table.of("t", ["x", "y"], [[1]])]}'},
+     "table 't' has 2 columns but a row of 1 cells: [1]"),
+    ({"TABLES": '{"n1": Table.of("t", ["x"], [])}'}, "tables['n1'] must be a list of Table"),
+    ({"NARRATION": "3"}, "the narration (user_view_9.py:27) on step send() from the initial "
+                         "state: it must return a string, got 3"),
+    ({"NARRATION": "state"}, "the narration (user_view_10.py:27) fails on step send() from "
+                             "the initial state: NameError: name 'state' is not defined"),
+    ({"NARRATE_ARGS": "a, p"}, "the narration (user_view_11.py:27) must take 4 arguments"),
+])
+def test_a_malformed_view_or_narration_is_refused_when_the_spec_builds(
+        change, message, tmp_path, monkeypatch, request):
+    module = f"user_view_{request.node.callspec.indices['change']}"
+    source = VIEW_SPEC
+    for key, value in {**VIEW_OK, **change}.items():
+        source = source.replace(key, value)
+    (tmp_path / f"{module}.py").write_text(source)
+    (tmp_path / "m.toml").write_text(f'spec = "{module}:SPEC"\n[engine]\ndeadlock = false\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    line = one_error_line(ctmc("check", "m.toml"))
+    assert line.startswith("error: spec user_view: the ") and message in line, line
+
+
+def test_a_well_formed_view_builds(tmp_path, monkeypatch):
+    source = VIEW_SPEC
+    for key, value in VIEW_OK.items():
+        source = source.replace(key, value)
+    (tmp_path / "user_view_ok.py").write_text(source)
+    (tmp_path / "m.toml").write_text('spec = "user_view_ok:SPEC"\n[engine]\ndeadlock = false\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert ctmc("check", "m.toml", "-q").exit_code == 0
+
+
+# --- hostile or huge input: one line each, nothing read that should not be ---------------
+
+@pytest.fixture
+def a_trace(tmp_path, monkeypatch) -> Path:
+    """A real counterexample's ITF file, in tmp_path (the working folder)."""
+    monkeypatch.chdir(tmp_path)
+    assert ctmc("check", "mutation_reset_cur_on_prev_exit", "-q", "--trace-out",
+                "t.itf.json").exit_code == 1
+    return tmp_path / "t.itf.json"
+
+
+def _edited(trace: Path, name: str, change: Callable[[dict], object]) -> Path:
+    doc = json.loads(trace.read_text())
+    change(doc)
+    out = trace.with_name(name)
+    out.write_text(json.dumps(doc))
+    return out
+
+
+@pytest.mark.parametrize("command", ["show", "html", "check"])
+def test_a_trace_input_that_is_not_a_regular_file_is_refused_unread(command, tmp_path,
+                                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")  # reading it would wait forever
+    for source, kind in (("/dev/zero", "a character device"), ("fifo", "a FIFO")):
+        line = one_error_line(ctmc("trace", command, source))
+        assert line == f"error: {source}: not a regular file ({kind}); give a trace file"
+    assert not list(tmp_path.glob("*.html"))
+
+
+def test_a_trace_file_bigger_than_the_limit_is_refused_before_it_is_read(a_trace):
+    big = _edited(a_trace, "big.itf.json", lambda d: d["#meta"].update(pad="x" * 2**21))
+    line = one_error_line(ctmc("trace", "html", str(big), "--max-mb", "1"))
+    assert line == f"error: {big}: 2 MB, above the limit of 1 MB (raise it with --max-mb)"
+    assert ctmc("trace", "check", str(big), "--max-mb", "3").exit_code == 0
+
+
+def test_a_trace_longer_than_the_limit_is_refused_and_the_limit_can_be_raised(a_trace):
+    steps = len(json.loads(a_trace.read_text())["states"]) - 1
+    line = one_error_line(ctmc("trace", "html", str(a_trace), "--max-steps", str(steps - 1)))
+    assert line == (f"error: {a_trace}: {steps} steps, above the limit of {steps - 1} (raise "
+                    "it with --max-steps)")
+    assert not a_trace.with_suffix("").with_suffix(".html").exists()
+    done = ctmc("trace", "html", str(a_trace), "--max-steps", str(steps))
+    assert done.exit_code == 0, done.output
+
+
+def test_json_nested_too_deeply_is_one_line(a_trace):
+    text = a_trace.read_text().replace('"#meta": {', '"#meta": {"deep": '
+                                       + "[" * 100_000 + "]" * 100_000 + ",", 1)
+    (a_trace.parent / "deep.itf.json").write_text(text)
+    shallow = _edited(a_trace, "nested.itf.json",
+                      lambda d: d["#meta"].update(deep=json.loads("[" * 70 + "]" * 70)))
+    for path in (a_trace.parent / "deep.itf.json", shallow):
+        line = one_error_line(ctmc("trace", "html", str(path)))
+        assert line.startswith(f"error: {path}: JSON nested ") and "64" in line, line
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: (d["vars"].append("ghost"), [s.update(ghost=1) for s in d["states"]]),
+     "\"vars\" names 'ghost', which spec tracker does not declare"),
+    (lambda d: d["states"][2].update(stray=1),
+     "state 2 has 'stray', which is not a variable of spec tracker"),
+])
+def test_trace_check_refuses_a_variable_the_spec_does_not_have(change, message, a_trace):
+    edited = _edited(a_trace, "edited.itf.json", change)
+    assert one_error_line(ctmc("trace", "check", str(edited))) == f"error: {edited}: {message}"
+
+
+def test_an_absurdly_long_model_name_is_one_short_line():
+    line = one_error_line(ctmc("check", "x" * 5000))
+    assert line.startswith(f"error: unknown model '{'x' * 40}... (5,000 characters)': no such "
+                           "file") and len(line) < 300
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_checkpoint_every_must_be_a_number_of_seconds(value, tmp_path):
+    line = one_error_line(ctmc("check", "tracker_small", "--checkpoint", str(tmp_path / "c"),
+                               "--checkpoint-every", value))
+    assert f"Invalid value for '--checkpoint-every': {value} is not a number of seconds" in line
+    assert not (tmp_path / "c").exists()

@@ -42,7 +42,8 @@ CASES = {
 }
 # what describes a run rather than the model (the visited set's encoding, so its bytes,
 # depends on how it was filled: all at once on a resume)
-TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds", "bytes_per_state")
+TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds", "bytes_per_state",
+          "resumed", "peak_rss_mb_workers")
 
 
 def figures(result) -> dict:
@@ -335,3 +336,29 @@ def test_saving_writes_only_the_new_levels(tmp_path, monkeypatch):
     levels = 2 * 12 + 1
     assert sorted(written) == sorted(f"level-{k}.{kind}.npy" for k in range(levels)
                                      for kind in ("fps", "parents", "actions"))
+
+
+def test_a_save_that_ran_out_of_memory_is_tried_again():
+    """A background save can run out of memory while a level is being built; when the
+    search then runs out of memory itself, it frees the level and saves again what
+    that save was saving (`bfs._out_of_memory`), so the checkpoint is not left empty."""
+    from checker.engines.explicit.checkpoint import BackgroundSaves
+
+    class Flaky:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def save(self, *args) -> None:
+            self.calls.append(args)
+            if len(self.calls) == 1:
+                raise MemoryError
+
+    flaky = Flaky()
+    saves = BackgroundSaves(flaky)  # type: ignore[arg-type]
+    saves.start(0, ["level 0"])
+    with pytest.raises(MemoryError):
+        saves.wait()
+    saves.retry()
+    assert flaky.calls == [(0, ["level 0"]), (0, ["level 0"])]
+    saves.retry()  # nothing failed since: nothing to do
+    assert len(flaky.calls) == 2

@@ -86,6 +86,11 @@ BAD_ARGS = [
     (["list", "params"], "list params needs --spec NAME"),
     (["list", "models", "--spec", COUNTER], "--spec applies to"),
     (["list", "params", "--spec", "no_such_spec"], "unknown spec 'no_such_spec'"),
+    (["--models-dir", "/nonexistent", "list"], "--models-dir: /nonexistent does not exist"),
+    (["--models-dir", "/nonexistent", "list", "models"], "--models-dir: /nonexistent does not"),
+    (["--models-dir", "/nonexistent", "gate"], "--models-dir: /nonexistent does not exist"),
+    (["--models-dir", "/nonexistent", "check", "x"], "--models-dir: /nonexistent does not"),
+    (["list", "--models-dir", "/etc/hostname"], "Directory '/etc/hostname' is a file"),
 ]
 
 

@@ -39,7 +39,8 @@ BENCH_MODELS = ROOT / "bench" / "models"
 # what describes a run rather than the model: time, memory (the visited set's encoding
 # depends on how it was filled, e.g. all at once on a resume), where its files went
 TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds",
-          "parquet_bytes", "parquet_bytes_per_state", "run_dir", "bytes_per_state")
+          "parquet_bytes", "parquet_bytes_per_state", "run_dir", "bytes_per_state", "resumed",
+          "peak_rss_mb_workers")
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -303,7 +304,13 @@ def _address_space_of_a_started_ctmc() -> int:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc")
 def test_running_out_of_memory_is_one_line_and_keeps_the_checkpoint(tmp_path):
     """Under a cap on address space the search runs out of memory: it says how far it
-    got, saves the levels it finished, and a resume without the cap ends as usual."""
+    got, saves the levels it finished, and a resume without the cap ends as usual.
+
+    No timed save runs (`--checkpoint-every` far beyond the run): when saves happen
+    depends on the machine's speed, and so does what the search holds at each level
+    (the levels not saved yet), hence where, and whether, memory runs out under the
+    cap. Without them the run is the same on a busy machine as on an idle one; the
+    save on running out of memory is what is tested."""
     import resource
 
     model = str(MODELS_DIR / "log_driven_duplicates.toml")  # 4 million states, 220 MB
@@ -314,7 +321,8 @@ def test_running_out_of_memory_is_one_line_and_keeps_the_checkpoint(tmp_path):
 
     folder = tmp_path / "ckpt"
     proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", model, "--quiet",
-                           "--no-symmetry", "--workers", "1", "--checkpoint", str(folder)],
+                           "--no-symmetry", "--workers", "1", "--checkpoint", str(folder),
+                           "--checkpoint-every", "1e9"],
                           cwd=tmp_path, capture_output=True, text=True, preexec_fn=limited)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = proc.stderr.strip()
@@ -374,6 +382,174 @@ def test_a_trace_write_failing_after_the_search_still_gives_the_verdict(tmp_path
     assert result.stderr.strip().splitlines()[-1] == (
         "error: cannot write trace traces/mutation_reset_cur_on_prev_exit-NoWriteBelowClosed-bfs"
         ".itf.json: No space left on device")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 64 KB file system (tmpfs), unmounted at the end; the test skips, saying why,
+    where it cannot be mounted (not root, or no mount permission in this container)."""
+    import os
+
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=True)
+
+
+def _fill(folder: Path, leave: int) -> None:
+    """Fill the small disk at `folder` until fewer than `leave` bytes are free."""
+    import os
+
+    free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+    with open(folder / f"filler-{leave}", "wb") as f:
+        try:
+            f.write(b"x" * max(0, free - leave))
+        except OSError:
+            pass
+
+
+def _trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "t.itf.json"
+    model = str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml")
+    code, out, err = finished(ctmc("check", model, "-q", "--trace-out", str(trace),
+                                   cwd=tmp_path))
+    assert code == 1, out + err
+    return trace
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "symlink", "the user's file"])
+def test_no_output_replaces_what_ctmc_did_not_write(kind, tmp_path):
+    """A device, a FIFO, a link or the user's file where an output would go is refused
+    before any work; it is left as it was (run as root, a rename would replace even
+    /dev/null)."""
+    import os
+    import stat
+
+    trace = _trace(tmp_path)
+    if kind == "device":
+        target, check = Path("/dev/null"), lambda: stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+    elif kind == "fifo":
+        target = tmp_path / "fifo"
+        os.mkfifo(target)
+        check = lambda: stat.S_ISFIFO(os.lstat(target).st_mode)  # noqa: E731
+    elif kind == "symlink":
+        target = tmp_path / "link"
+        target.symlink_to(tmp_path / "elsewhere")
+        check = lambda: target.is_symlink() and not (tmp_path / "elsewhere").exists()  # noqa
+    else:
+        target = tmp_path / "notes.txt"
+        target.write_text("precious")
+        check = lambda: target.read_text() == "precious"  # noqa: E731
+    message = {"device": "is not a regular file (a character device)",
+               "fifo": "is not a regular file (a FIFO)", "symlink": "is a symbolic link",
+               "the user's file": "exists and was not written by ctmc"}[kind]
+    for args in (["check", str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml"),
+                  "--trace-out", str(target)],
+                 ["trace", "html", str(trace), "-o", str(target)],
+                 ["graph", str(MODELS_DIR / "tracker_small.toml"), "-o", str(target)],
+                 ["gate", str(MODELS_DIR / "tracker_small.toml"), "--junit", str(target)]):
+        line = _refused(args, tmp_path)
+        assert message in line and str(target) in line, line
+        assert check()
+
+
+def test_an_output_ctmc_wrote_is_replaced(tmp_path):
+    trace = _trace(tmp_path)
+    first = trace.read_text()
+    trace.write_text(first.replace('"engine": "bfs"', '"engine": "older"'))
+    assert _trace(tmp_path) == trace and trace.read_text() == first
+    page = tmp_path / "t.html"
+    for _ in range(2):
+        code, out, err = finished(ctmc("trace", "html", str(trace), "-o", str(page),
+                                       cwd=tmp_path))
+        assert code == 0, err
+
+
+def test_a_trace_folder_that_cannot_be_made_is_refused_before_the_search(tmp_path):
+    line = _refused(["check", str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml"),
+                     "--trace-out", "/proc/ctmc-cannot-be-made/t.itf.json"], tmp_path)
+    assert line.startswith("error: --trace-out: cannot write in /proc/ctmc-cannot-be-made: ")
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing_behind(tmp_path, full_disk):
+    trace = _trace(tmp_path)
+    earlier = full_disk / "g.dot"
+    earlier.write_text("// written by ctmc: an earlier graph\n")
+    _fill(full_disk, leave=12_000)  # room for the checks' probe, not for a page or graph
+    before = snapshot(full_disk)
+    line = _refused(["trace", "html", str(trace), "-o", str(full_disk / "t.html")], tmp_path)
+    assert line == f"error: cannot write {full_disk / 't.html'}: No space left on device"
+    line = _refused(["graph", str(MODELS_DIR / "tracker_small.toml"), "-o", str(earlier)],
+                    tmp_path)
+    assert line == f"error: cannot write {earlier}: No space left on device"
+    assert snapshot(full_disk) == before  # the earlier graph, and no temporary file
+    _fill(full_disk, leave=0)
+    line = _refused(["check", str(MODELS_DIR / "tracker_small.toml"), "--checkpoint",
+                     str(full_disk / "ckpt")], tmp_path)
+    assert line == (f"error: --checkpoint: cannot write in {full_disk / 'ckpt'}: No space "
+                    "left on device")
+    assert not (full_disk / "ckpt").exists()  # no empty folder left behind
+    from checker.engines.explicit.checkpoint import Checkpoint
+
+    with pytest.raises(CheckerError, match="No space left on device"):  # filled since
+        Checkpoint.create(full_disk / "ckpt", {})
+    assert not (full_disk / "ckpt").exists()
+    line = _refused(["check", str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml"),
+                     "--trace-out", str(full_disk / "out" / "t.itf.json")], tmp_path)
+    assert line == (f"error: --trace-out: cannot write in {full_disk / 'out'}: No space left "
+                    "on device") and not (full_disk / "out").exists()
+
+
+def test_resume_says_when_the_checkpoint_holds_no_save(tmp_path):
+    """A deleted manifest leaves nothing to resume from: the run starts over and says so
+    (on stderr, and in its statistics), and still reports the right figures."""
+    model = str(MODELS_DIR / "tracker_small.toml")
+    folder = tmp_path / "ckpt"
+    code, out, _ = finished(ctmc("check", model, "--checkpoint", str(folder), "--json",
+                                 cwd=tmp_path))
+    want = json.loads(out)["stats"]["distinct_states"]
+    (folder / "manifest.json").unlink()
+    code, out, err = finished(ctmc("check", model, "--resume", str(folder), "--json",
+                                   cwd=tmp_path))
+    assert code == 0, err
+    stats = json.loads(out)["stats"]
+    assert stats["distinct_states"] == want
+    assert stats["resumed"].startswith(f"nothing: {folder} has no manifest.json (no save "
+                                       "finished, or it was deleted)")
+    assert f"checkpoint: resumed nothing: {folder} has no manifest.json" in err
+    code, out, _ = finished(ctmc("check", model, "--resume", str(folder), "--json",
+                                 cwd=tmp_path))
+    assert json.loads(out)["stats"]["resumed"].startswith("from level ")
+
+
+def test_spark_resume_deletes_nothing_it_did_not_write(tmp_path):
+    """A file the user put in the level a killed run left unrecorded (or in the
+    exchange, or among the visited runs) stops the resume, and nothing is deleted."""
+    from checker.engines.spark import run_dir
+
+    identity = {"model": "x"}
+    run = run_dir.create(tmp_path / "run", identity, 2)
+    level = run.level_path(0)
+    level.mkdir()
+    (level / "part-00000.parquet").write_bytes(b"half a level")
+    for place in (level, run.path / "exchange" / "level=0", run.path / "visited" / "bucket=00001"):
+        place.mkdir(parents=True, exist_ok=True)
+        (place / "notes.txt").write_text("mine")
+        before = snapshot(run.path)
+        with pytest.raises(CheckerError, match=f"{place / 'notes.txt'}: not written by ctmc"):
+            run_dir.resume(run.path, identity, None, n_actions=1)
+        assert snapshot(run.path) == before
+        (place / "notes.txt").unlink()
+    run_dir.resume(run.path, identity, None, n_actions=1)  # only ctmc's files: cleared
+    assert not level.exists() and not (run.path / "exchange").exists()
 
 
 # --- 5. Spark: the driver killed at random points, then resumed ---------------------------

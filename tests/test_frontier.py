@@ -20,7 +20,7 @@ MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # design)
 MODELS = ["tracker_small", "log_driven_tiny_split", "log_driven_tiny_leases",
           "mutation_reset_cur_on_prev_exit", "log_driven_mutation_split_rhs_zero"]
-PER_RUN = ("seconds", "states_per_second", "peak_rss_mb")
+PER_RUN = ("seconds", "states_per_second", "peak_rss_mb", "peak_rss_mb_workers")
 
 
 def test_spilled_columns_read_back_what_was_written():

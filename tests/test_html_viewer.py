@@ -24,12 +24,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from checker.backends.scalar import ScalarMachine
 from checker.models import build_machine, load_model
 from checker.run import BfsOptions, run
 from checker.traces.html import page, page_data
-from checker.traces.itf import write_trace
+from checker.traces.itf import write_counterexample, write_trace
 from checker.traces.replay import load_trace
+from checker.traces.trace import Trace
+from checker.traces.why import explain, unused_slots
 from cli import main
+from tests.viewer_specs import RELAY
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 # a log-driven safety counterexample, a 2018 one, and a 2018 lasso (liveness)
@@ -86,11 +90,130 @@ def test_the_data_tells_the_same_story_as_the_terminal(traces: dict[str, Path]) 
     assert len(data["steps"]) == len(trace) + 1
     assert [s["action"] for s in data["steps"][1:]] == [a.label for a in trace.actions[1:]]
     assert data["violation"].startswith("invariant NoStaleRead")
-    assert any(r.startswith("wts = ") for r in data["reads"])
+    assert any(r.startswith("wts[0] = ") for r in data["reads"])
     last = data["steps"][-1]
     # the step that breaks the read changes cells in n1's tables, and says so
     assert any(t["changed"] for t in last["tables"]["n1"])
     assert data["loop"] is None and data["cti"] == ""
+
+
+def test_the_why_of_a_real_counterexample_is_consistent_with_its_trace(
+        traces: dict[str, Path]) -> None:
+    """Whatever the spec's current counterexample, its explanation agrees with the
+    trace: each value read is the last state's, set by the step it names (and no later
+    one), and the steps named as setting values are exactly those origins."""
+    trace = load_trace(traces["log_driven"])
+    why = explain(trace)
+    assert why is not None and why.name == "NoStaleRead" and why.clauses
+    names = [s.name for s in trace.machine.slots]
+    origins = set()
+    for clause in why.clauses:
+        assert why.headline(clause).startswith("NoStaleRead fails for iw=(")
+        for r in clause.readings:
+            slot = names.index(r.name)
+            assert r.name in clause.text
+            values = [state[slot] for state in trace.states]
+            assert all(v == values[-1] for v in values[r.since:])
+            if r.since:
+                assert values[r.since - 1] != values[r.since]
+                origins.add(r.since)
+    assert set(why.sets) == origins and why.matters >= origins
+    data = page_data(trace)
+    assert data["why"]["clauses"][0]["headline"] == why.headline(why.clauses[0])
+    assert [s["step"] for s in data["why"]["sets"]] == sorted(origins)
+    assert all(s["narration"] for s in data["why"]["sets"])  # in the spec's words
+
+
+def relay_trace(tick_first: bool = False) -> Trace:
+    """RELAY's shortest counterexample (relay along the line, then write), found by BFS;
+    with `tick_first`, a clock tick that leads to nothing is put before it."""
+    machine = RELAY.instantiate()
+    found = run(machine, BfsOptions(deadlock=False)).violation
+    assert found is not None
+    trace = found.trace
+    if tick_first:
+        tick = next(a for a in machine.actions if a.name == "tick")
+        scalar = ScalarMachine(machine)
+        states = [trace.states[0]]
+        for action in [tick, *trace.actions[1:]]:
+            assert action is not None
+            states.append(scalar.apply(states[-1], action))
+        trace = Trace(machine, states, [None, tick, *trace.actions[1:]], trace.violation,
+                      trace.meta)
+    return trace
+
+
+def test_the_why_names_the_clause_the_values_and_the_steps_that_set_them() -> None:
+    trace = relay_trace()
+    assert [a.label for a in trace.actions[1:]] == \
+        ["relay(i=0)", "relay(i=1)", "relay(i=2)", "write(w=0)"]
+    why = explain(trace)
+    assert why is not None
+    (clause,) = why.clauses
+    assert why.headline(clause) == \
+        "Delivered fails for w=0: if acked[0] and hop == 3 then value[0] == value[3]"
+    assert [(r.name, r.value, r.since) for r in clause.readings] == [
+        ("value[0]", "1", 4), ("value[3]", "0", 0), ("hop", "3", 3), ("acked[0]", "yes", 4)]
+    assert why.sets == {3: ("hop",), 4: ("value[0]", "acked[0]")}
+    assert why.matters == {1, 2, 3, 4} and why.hidden == 0
+    data = page_data(trace)
+    assert data["reads"] == ["value[0] = 1", "value[3] = 0", "hop = 3", "acked[0] = yes"]
+    assert [s["role"] for s in data["steps"]] == ["", "matters", "matters", "sets", "sets"]
+    assert data["why"]["sets"][0]["narration"] == "n3 relays value 0 to n4"
+    assert data["why"]["slice"] == "Every step leads to these values."
+
+
+def test_a_step_that_leads_to_nothing_is_dimmed() -> None:
+    trace = relay_trace(tick_first=True)
+    why = explain(trace)
+    assert why is not None and why.matters == {2, 3, 4, 5}
+    data = page_data(trace)
+    assert [s["role"] for s in data["steps"]] == ["", "other", "matters", "matters", "sets",
+                                                  "sets"]
+    assert data["why"]["slice"] == "4 of 5 steps lead to these values; the other 1 is dimmed."
+
+
+def test_a_slot_the_trace_never_touches_is_not_shown_as_a_value() -> None:
+    """`acked` has a slot for the control message, which this trace never sends: it
+    shows as `·`, while the slots the trace touches show their values."""
+    trace = relay_trace(tick_first=True)
+    machine = trace.machine
+    assert [machine.slots[s].name for s in sorted(unused_slots(trace))] == ["acked[1]"]
+    last = {v["name"]: v for v in page_data(trace)["steps"][-1]["vars"]}
+    assert last["acked"]["value"] == "[yes, \u00b7]" and last["acked"]["was"] == "[no, \u00b7]"
+    assert last["value"]["value"] == "[1, 0, 0, 0]" and last["now"]["value"] == "1"
+    assert page_data(trace)["untouched"] == "\u00b7"
+
+
+def test_the_page_carries_no_local_path(tmp_path: Path) -> None:
+    trace = relay_trace()
+    model_file = tmp_path / "models" / "relay.toml"
+    itf = tmp_path / "relay.itf.json"
+    write_counterexample(trace, itf, model="relay", model_file=str(model_file))
+    out = tmp_path / "relay.html"
+    assert _cli("trace", "html", str(itf), "-o", str(out)).return_value in (None, 0)
+    text = out.read_text()
+    assert str(tmp_path) not in text and str(Path(__file__).resolve().parent.parent) not in text
+    assert page_data(load_trace(itf))["meta"]["model_file"] == "relay.toml"
+
+
+def test_trace_show_says_why_too(tmp_path: Path) -> None:
+    itf = tmp_path / "relay.itf.json"
+    write_trace(relay_trace(tick_first=True), itf)
+    shown = CliRunner().invoke(main, ["trace", "show", str(itf)],
+                               env={"COLUMNS": "120"}).output
+    why = shown[shown.index("Why"):]
+    assert "Delivered fails for w=0: if acked[0] and hop == 3 then value[0] == value[3]" \
+        in why
+    assert "hop = 3" in why and "set at step 4" in why and "from the first state" in why
+    assert "step 5 write(w=0): n1 writes value 1 (write 1) \u2014 sets value[0], acked[0]" \
+        in why
+    assert "4 of 5 steps lead to these values; the other 1 is dimmed." in why
+    assert "Step 4: relay(i=2)  \u25c6 sets hop" in shown
+    assert "it reads: value[0] = 1; value[3] = 0; hop = 3; acked[0] = yes" in shown
+    raw = CliRunner().invoke(main, ["trace", "show", str(itf), "--raw", "--step", "5"],
+                             env={"COLUMNS": "120"}).output
+    assert "[false, \u00b7] -> [true, \u00b7]" in raw
 
 
 def test_a_lasso_marks_its_loop(traces: dict[str, Path]) -> None:
@@ -309,3 +432,143 @@ def test_the_lasso_loop_is_marked_in_the_browser(pages: dict[str, Path], browser
     browser.get(pages["lasso"].as_uri() + f"#step={len(data['steps']) - 1}")
     assert "then:" in browser.find_element("id", "details").text
     _screenshot(browser, "lasso", tmp_path)
+
+
+@pytest.fixture(scope="module")
+def relay_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of RELAY's counterexample on four nodes, with a tick that leads nowhere."""
+    folder = tmp_path_factory.mktemp("relay")
+    write_trace(relay_trace(tick_first=True), folder / "relay.itf.json")
+    result = _cli("trace", "html", str(folder / "relay.itf.json"))
+    assert result.return_value in (None, 0), result.output
+    return folder / "relay.html"
+
+
+def test_four_lanes_fit_a_1200_pixel_window(relay_page: Path, browser: Any) -> None:
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    browser.set_window_size(1200, 900)
+    try:
+        data = _open(browser, relay_page)
+        assert data["lanes"] == ["n1", "n2", "n3", "n4"]
+        diagram = browser.find_element("id", "diagram")
+        shown = browser.execute_script(
+            "const d = arguments[0]; return [d.clientWidth, d.scrollWidth, "
+            "d.getBoundingClientRect().right];", diagram)
+        assert shown[1] <= shown[0], shown  # nothing to scroll sideways
+        for head in browser.find_elements("css selector", "svg.heads g.lane-head rect"):
+            assert head.rect["x"] + head.rect["width"] <= shown[2]
+        width = browser.find_element("css selector", "svg.heads").get_attribute("width")
+        browser.set_window_size(1600, 900)  # the lanes follow the window
+        WebDriverWait(browser, 5).until(lambda b: b.find_element(
+            "css selector", "svg.heads").get_attribute("width") != width)
+        assert browser.execute_script(
+            "const d = arguments[0]; return d.scrollWidth <= d.clientWidth;", diagram)
+    finally:
+        browser.set_window_size(1500, 950)
+
+
+def test_the_page_says_why_and_dims_what_does_not_matter(relay_page: Path, browser: Any,
+                                                         tmp_path: Path) -> None:
+    data = _open(browser, relay_page)
+    why = browser.find_element("id", "why")
+    assert why.is_displayed()
+    assert data["why"]["clauses"][0]["headline"] in why.text
+    assert "hop = 3 (set at step 4)" in why.text and "value[3] = 0 (from the first state)" \
+        in why.text
+    assert "4 of 5 steps lead to these values" in browser.find_element("id", "why-slice").text
+    classes = {int(g.get_attribute("data-step")): g.get_attribute("class").split()
+               for g in browser.find_elements("css selector", "svg.lanes g.step")}
+    assert "dim" in classes[1] and not any("dim" in classes[i] for i in (2, 3, 4, 5))
+    assert [i for i, c in classes.items() if "sets" in c] == [4, 5]
+    # a step named in the explanation is a link to it
+    browser.find_element("css selector", '#why-sets a[data-step="4"]').click()
+    assert _selected(browser) == [4]
+    assert browser.find_element("id", "step-title").text == "Step 4: relay(i=2)"
+    browser.find_element("id", "raw").click()  # open the whole state
+    assert "marks an element this trace never touches" in \
+        browser.find_element("id", "details").text
+    severe = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert severe == []
+    _screenshot(browser, "relay", tmp_path)
+
+
+def test_an_action_failing_to_evaluate_is_its_own_step_on_the_page() -> None:
+    """The error belongs to the action that fails after the last legal step: the page
+    shows it as a last, failed step, with the state it fails in."""
+    from checker.lang import Array, Int, Spec, require
+
+    spec = Spec("poke")
+
+    @spec.build
+    def _(m: Any, p: Any) -> None:
+        m.var("a", Array(Int(0, 3), 3), init=0)
+        m.var("i", Int(0, 3), init=0)
+
+        @m.action()
+        def step(s: Any) -> None:
+            require(s.i < 3)
+            s.i = s.i + 1
+
+        @m.action()
+        def poke(s: Any) -> None:
+            s.a[0] = s.a[s.i]
+
+    result = run(spec.instantiate(), BfsOptions(deadlock=False))
+    assert result.violation is not None
+    data = page_data(result.violation.trace)
+    assert data["length"] == 3 and len(data["steps"]) == 5
+    failed = data["steps"][-1]
+    assert failed["failed"] and failed["title"] == "Step 4: poke() fails"
+    assert failed["vars"] == [{**v, "was": v["value"], "changed": False}
+                              for v in data["steps"][-2]["vars"]]
+    assert data["violation"] == ("error EvalError: action poke() (assigning a[0]) reads a[i] "
+                                 "at index 3: a has indexes 0 to 2")
+
+
+HOSTILE = "<!-- </script><script>document.title='pwned'</script> & \u2028 -->"
+
+
+def test_hostile_text_in_a_trace_is_shown_as_text(tmp_path: Path, browser: Any) -> None:
+    """`<!--`, `</script>` and friends in a trace's #meta or violation message neither
+    blank the page nor run: the data is JSON escaped for HTML (`\\u003c`), and read back
+    exactly."""
+    trace = relay_trace()
+    trace.meta["note"] = HOSTILE
+    trace.violation["message"] = HOSTILE
+    itf = tmp_path / "hostile.itf.json"
+    write_trace(trace, itf)
+    page_file = tmp_path / "hostile.html"
+    assert _cli("trace", "html", str(itf), "-o", str(page_file)).return_value in (None, 0)
+    text = page_file.read_text()
+    payload = text.split('id="trace-data">', 1)[1].split("</script>", 1)[0]
+    assert "<" not in payload and json.loads(payload)["meta"]["note"] == HOSTILE
+    data = _open(browser, page_file)
+    assert data["meta"]["note"] == HOSTILE
+    assert browser.title != "pwned"
+    assert HOSTILE.split("\u2028")[0] in browser.find_element("css selector", "header").text
+    assert browser.find_elements("css selector", "svg.lanes g.step")  # the page is drawn
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_gate_html_links_cannot_carry_a_scheme(tmp_path: Path, browser: Any) -> None:
+    """A model whose file name reads as a URL scheme gets a relative link to its page:
+    clicking it opens the page, and runs nothing."""
+    models = tmp_path / "models"
+    models.mkdir()
+    name = "javascript:void(document.title='pwned');<!--"  # the rest of the name: a comment
+    (models / f"{name}.toml").write_text(
+        'spec = "tests.cli_specs:COUNTER"\nmutations = ["overshoot"]\n'
+        'invariants = ["WithinLimit"]\n[engine]\ndeadlock = false\n'
+        '[expect]\noutcome = "violates WithinLimit"\n')
+    result = _cli("gate", str(models), "--trace-dir", str(tmp_path / "traces"),
+                  "--html", str(tmp_path / "html"))
+    assert result.return_value == 0, result.output
+    index = (tmp_path / "html" / "index.html").read_text()
+    (href,) = re.findall(r'href="([^"]*)"', index)
+    assert href.startswith("./javascript%3A") and ":" not in href
+    browser.get((tmp_path / "html" / "index.html").as_uri())
+    browser.find_element("css selector", "td a").click()
+    assert browser.title != "pwned"
+    assert browser.current_url.split("#")[0].endswith("-WithinLimit-bfs.html")
+    assert browser.find_element("id", "trace-data")

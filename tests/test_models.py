@@ -70,7 +70,7 @@ def test_unknown_model_suggests_the_closest_one(tmp_path):
     write(tmp_path, "small", f'spec = "{COUNTER}"\n')
     with pytest.raises(ModelError, match=r"unknown model 'smal': .*; did you mean 'small'\? "
                                          r"\(`ctmc list` shows the 1 models\)"):
-        load_model("smal", tmp_path)
+        load_model("smal", tmp_path, also=())
     with pytest.raises(ModelError, match=r"unknown model 'nosuch': no such file, and no model "
                                          r"of that name in .* \(`ctmc list`"):
         load_model("nosuch", tmp_path)

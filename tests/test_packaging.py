@@ -86,3 +86,15 @@ def test_the_installed_ctmc_loads_a_user_spec(installed: Path, tmp_path):
     assert page.returncode == 0, page.stdout + page.stderr
     text = (tmp_path / "page.html").read_text()
     assert "function svg(" in text and "--accent" in text  # the viewer's script and style
+
+
+def test_the_readme_snippet_runs_from_the_installed_wheel(installed: Path, tmp_path):
+    """The README's Python snippet finds its model by name from any folder, as the CLI
+    does, with ctmc installed from its wheel."""
+    from tests.test_readme import readme_snippet
+
+    snippet, printed = readme_snippet()
+    run = subprocess.run([installed / "python", "-c", snippet], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == printed.split()

@@ -4,6 +4,7 @@ search with one line and no process left behind."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import shutil
@@ -32,7 +33,7 @@ LATE_COUNTEREXAMPLES = {
     "log_driven_mutation_repropose_without_tracking",  # 1.7M
     "log_driven_mutation_sender_keeps_moved_range",  # 2.2M
 }
-PER_RUN = ("workers", "bytes_per_state")  # stats that describe the run, not the model
+PER_RUN = ("workers", "bytes_per_state", "resumed", "peak_rss_mb_workers")  # the run, not the model
 
 
 def _ci_models() -> list[Path]:
@@ -76,9 +77,9 @@ def both(machine_of, pools, batch_size: int = 1 << 16, **options) -> tuple[dict,
     before = len(pools)
     two = check(machine_of(), BfsOptions(workers=2, workers_from=1, batch_size=batch_size,
                                          **options))
-    assert two.stats["workers"] == 2
     if two.stats["generated"]:  # some level was expanded: by the workers
         assert len(pools) == before + 1
+    assert two.stats["workers"] == (2 if len(pools) > before else 1)
     return same(one), same(two)
 
 
@@ -229,6 +230,27 @@ def test_a_killed_worker_is_one_line_and_leaves_no_process(pools):
             os.kill(pid, 0)
 
 
+def test_a_killed_worker_names_the_resume_and_the_checkpoint_resumes(tmp_path, pools):
+    machine = GRID.instantiate({"n": 30})
+    want = same(check(machine, BfsOptions()))
+    folder = tmp_path / "ckpt"
+    killed: list[int] = []
+
+    def kill_one(read, count) -> None:
+        children = multiprocessing.active_children()
+        if children and not killed:
+            killed.append(children[-1].pid)
+            os.kill(children[-1].pid, signal.SIGKILL)
+
+    with pytest.raises(CheckerError) as error:
+        check(machine, BfsOptions(workers=2, workers_from=1, on_level=kill_one,
+                                  checkpoint_dir=str(folder), checkpoint_every=0))
+    assert f"to go on from the last checkpoint, run the same command with --resume {folder}" \
+        in str(error.value)
+    got = check(machine, BfsOptions(checkpoint_dir=str(folder), resume=True))
+    assert same(got) == want
+
+
 def test_a_failing_worker_is_one_line(pools, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("no invariants today")
@@ -243,7 +265,14 @@ def test_a_failing_worker_is_one_line(pools, monkeypatch):
 def test_cli_workers_option():
     result = run_cli(MODELS_DIR, "check", "tracker_small", "--workers", "2", "--json")
     assert result.exit_code == 0, result.output
-    assert '"workers": 2' in result.stdout
+    stats = json.loads(result.stdout)["stats"]  # no level reaches 50,000: none started
+    assert stats["workers"] == 1 and "peak_rss_mb_workers" not in stats
+    result = run_cli(MODELS_DIR, "check", "log_driven_mutation_lease_request_carries_start",
+                     "--workers", "2", "--json")
+    stats = json.loads(result.stdout)["stats"]  # levels of 50,000 and more: both ran
+    assert stats["workers"] == 2 and len(stats["peak_rss_mb_workers"]) == 2
+    assert all(mb > 0 for mb in stats["peak_rss_mb_workers"])
+    assert stats["peak_rss_mb"] > sum(stats["peak_rss_mb_workers"])  # and this process
     assert "--workers" in one_error_line(run_cli(MODELS_DIR, "check", "tracker_small",
                                                  "--workers", "0"))
     assert "--workers" in one_error_line(run_cli(MODELS_DIR, "check", "tracker_small",

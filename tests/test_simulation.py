@@ -198,8 +198,9 @@ def test_eval_error_in_a_property_ends_the_trace_at_that_state(where: str):
     machine = PROBE.instantiate({"where": where})
     result = simulate(machine, SimulationOptions(steps=10, runs=1))
     assert result.outcome == ERROR
-    assert result.violation.message == (f"{where} first_flag_unset reads an array out of range "
-                                        "(index 3 out of range for an array of size 3)")
+    assert result.violation.message == (f"{where} first_flag_unset reads flags[i] at index 3: "
+                                        "flags has indexes 0 to 2")
+    assert "action" not in result.violation.trace.violation  # a property's error, not a step's
     trace = result.violation.trace
     assert [machine.decode(s)["i"] for s in trace.states] == [0, 1, 2, 3]
     assert check_trace(trace_to_itf(trace))[1] == ["EvalError"]

@@ -10,18 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from checker.errors import EvalError
-from checker.lang.expr import Expr
+from checker.lang.expr import Expr, indexed, render
 from checker.lang.machine import ActionInstance, Machine
 
 State = tuple[int, ...]
 
 
 class OutOfRange(Exception):
-    """An array read with an index outside the array (raised during evaluation)."""
+    """An array read (`node`, a select) with an index outside the array."""
 
-    def __init__(self, index: int, length: int):
+    def __init__(self, index: int, length: int, node: Expr):
         super().__init__(f"index {index} out of range for an array of size {length}")
-        self.index, self.length = index, length
+        self.index, self.length, self.node = index, length, node
 
 
 def evaluate(e: Expr, before: Sequence[int], after: Sequence[int] | None = None,
@@ -59,7 +59,7 @@ def evaluate(e: Expr, before: Sequence[int], after: Sequence[int] | None = None,
         elif op == "select":
             i = go(args[0])
             if not 0 <= i < len(args) - 1:
-                raise OutOfRange(i, len(args) - 1)
+                raise OutOfRange(i, len(args) - 1, x)
             v = go(args[1 + i])
         else:
             a, b = go(args[0]), go(args[1])
@@ -92,28 +92,47 @@ class ScalarMachine:
         self.machine = machine
 
     def _eval(self, e: Expr, state: Sequence[int], what: str, after: Sequence[int] | None = None,
-              memo: dict | None = None) -> int:
+              memo: dict | None = None, action: ActionInstance | None = None) -> int:
         try:
             return evaluate(e, state, after, memo)
         except OutOfRange as exc:
-            raise EvalError(f"{what} reads an array out of range ({exc})") from None
+            raise EvalError(f"{what} {self._read_outside(exc)}",
+                            action=None if action is None else action.id) from None
+
+    def _read_outside(self, exc: OutOfRange) -> str:
+        """`reads a[i] at index 3: a has indexes 0 to 2`: the read, the index, the bound."""
+        def name(x: Expr) -> str:
+            return render(x, self.machine.slot_name)
+
+        axis = indexed([name(a) for a in exc.node.args[1:]])
+        read = f"reads {name(exc.node)} at index {exc.index}"
+        if axis is None:
+            return f"{read}, outside an array of {exc.length} elements"
+        return f"{read}: {axis[0]} has indexes 0 to {exc.length - 1}"
 
     def enabled(self, state: State, action: ActionInstance) -> bool:
-        return bool(self._eval(action.guard, state, f"action {action.label}"))
+        return bool(self._eval(action.guard, state, f"action {action.label}", action=action))
 
     def apply(self, state: State, action: ActionInstance) -> State:
-        """Successor of an enabled action; errors name the action and the variable."""
+        """Successor of an enabled action; errors name the action and its parameters, the
+        variable, and the index and bound of an array access out of range."""
         memo: dict[int, int] = {}
-        for cond, message in action.write_checks:
-            if not self._eval(cond, state, f"action {action.label}", memo=memo):
-                raise EvalError(f"action {action.label} {message}")
+        for check in action.write_checks:
+            if not self._eval(check.cond, state, f"action {action.label}", memo=memo,
+                              action=action):
+                index = evaluate(check.index, state, None, memo)
+                raise EvalError(f"action {action.label} writes {check.array}"
+                                f"[{render(check.index, self.machine.slot_name)}] at index "
+                                f"{index}: {check.array} has indexes 0 to {check.length - 1}",
+                                action=action.id)
         out = list(state)
         for slot, e in action.updates:
             s = self.machine.slots[slot]
-            v = self._eval(e, state, f"action {action.label} (assigning {s.name})", memo=memo)
+            v = self._eval(e, state, f"action {action.label} (assigning {s.name})", memo=memo,
+                           action=action)
             if not s.lo <= v <= s.hi:
                 raise EvalError(f"action {action.label} assigns {s.name} = {v}, "
-                                f"outside its type {s.leaf.describe()}")
+                                f"outside its type {s.leaf.describe()}", action=action.id)
             out[slot] = v
         return tuple(out)
 

@@ -13,7 +13,7 @@ from checker.backends.scalar import ScalarMachine
 from checker.engines.result import ERROR, VIOLATED, Violation
 from checker.errors import EvalError
 from checker.lang.machine import Machine
-from checker.traces.trace import Trace
+from checker.traces.trace import Trace, failing
 
 
 def replay(machine: Machine, init_state: tuple[int, ...], action_ids: Sequence[int]) -> Trace:
@@ -34,12 +34,14 @@ def explain(machine: Machine, trace: Trace, kind: str, prop: str, action_id: int
     state) and word the violation; returns (outcome, violation)."""
     scalar = ScalarMachine(machine)
     name, outcome = prop, VIOLATED
+    fails: dict = {}  # the action that fails at the trace's end, if one does
     if action_id is not None and kind != "guard_error":
         action = machine.actions[action_id]
         try:
             nxt = scalar.apply(trace.states[-1], action)
         except EvalError as exc:
             kind, name, message, outcome = "error", "EvalError", str(exc), ERROR
+            fails = failing(action)
         else:
             trace.states.append(nxt)
             trace.actions.append(action)
@@ -56,6 +58,7 @@ def explain(machine: Machine, trace: Trace, kind: str, prop: str, action_id: int
         except EvalError as exc:
             message = str(exc)
         kind, name, outcome = "error", "EvalError", ERROR
+        fails = failing(action)
     elif kind == "deadlock":
         message = "no action is enabled (deadlock)"
     elif kind == "error":
@@ -64,7 +67,8 @@ def explain(machine: Machine, trace: Trace, kind: str, prop: str, action_id: int
     else:
         message = f"{name} is violated in the initial state" if not len(trace) \
             else f"{name} is violated"
-    trace.violation = {"kind": kind, "name": name, "message": message}
+    trace.violation = {"kind": kind, "name": name, "message": message, **(
+        {"action": fails} if fails else {})}
     trace.meta = {"engine": engine}
     return outcome, Violation(kind, name, message, trace)
 

@@ -60,8 +60,8 @@ def machine_digest(machine: Machine) -> str:
         put("action", a.name, a.params, a.guard)
         for slot, e in a.updates:
             put(slot, e)
-        for cond, message in a.write_checks:
-            put(cond, message)
+        for check in a.write_checks:
+            put(check.cond, check.array, check.length)
     for kind, props in (("invariant", machine.invariants), ("step", machine.step_invariants),
                         ("constraint", machine.constraints), ("lemma", machine.lemmas)):
         for p in props:

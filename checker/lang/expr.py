@@ -12,6 +12,7 @@ all backends report the same out-of-range reads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -327,8 +328,35 @@ def _spread(items: tuple[Any, ...]) -> list[Any]:
 
 
 def ForAll(domain: Iterable[Any], body: Callable[[Any], Any]) -> Expr:  # noqa: N802
-    """Finite universal quantifier, expanded when the spec is built."""
-    return And(*[body(x) for x in domain])
+    """Finite universal quantifier, expanded when the spec is built. While a property is
+    built (`recording_bindings`), each instance's conjuncts are noted with the value
+    bound, so a viewer can say which instance fails (`iw=(0, 1)`)."""
+    if not BINDINGS:
+        return And(*[body(x) for x in domain])
+    name = _parameter_name(body)
+    parts = []
+    for x in domain:
+        _BOUND.append(f"{name}={x!r}")
+        try:
+            part = lift(body(x))
+        finally:
+            label = ", ".join(_BOUND)
+            _BOUND.pop()
+        for conjunct in part.args if part.op == "and" else (part,):
+            BINDINGS[-1].setdefault(conjunct.id, label)  # an inner ForAll's is fuller
+        parts.append(part)
+    return And(*parts)
+
+
+# While a property is built: conjunct id -> the ForAll values bound where it was made
+BINDINGS: list[dict[int, str]] = []
+_BOUND: list[str] = []  # the enclosing ForAlls' `name=value`, outermost first
+
+
+def _parameter_name(body: Callable[[Any], Any]) -> str:
+    """The bound variable's name as the spec wrote it (`lambda w: ...` gives `w`)."""
+    code = getattr(body, "__code__", None)
+    return code.co_varnames[0] if code is not None and code.co_argcount else "x"
 
 
 def Exists(domain: Iterable[Any], body: Callable[[Any], Any]) -> Expr:  # noqa: N802
@@ -605,6 +633,20 @@ def walk(roots: Iterable[Expr]) -> list[Expr]:
     return order
 
 
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def indexed(names: list[str]) -> tuple[str, str] | None:
+    """(prefix, suffix) when `names[j]` is `prefix[j]suffix` for every j: the elements
+    along one axis of one array (`closed[0][0]`, `closed[0][1]` give `closed[0]`, "")."""
+    first = names[0]
+    for m in _INDEX.finditer(first):
+        pre, post = first[:m.start()], first[m.end():]
+        if all(n == f"{pre}[{j}]{post}" for j, n in enumerate(names)):
+            return pre, post
+    return None
+
+
 _SYMBOL = {"eq": "==", "lt": "<", "le": "<=", "add": "+", "sub": "-"}
 NAMER: list[Callable[[Expr], str] | None] = [None]
 
@@ -636,7 +678,11 @@ def render(e: Expr, namer: Callable[[Expr], str] | None = None) -> str:
         if op == "ite":
             return f"If({go(x.args[0])}, {go(x.args[1])}, {go(x.args[2])})"
         if op == "select":
-            return f"[{', '.join(go(a) for a in x.args[1:])}][{go(x.args[0])}]"
+            names = [go(a) for a in x.args[1:]]
+            axis = indexed(names)
+            if axis is not None:  # `a[i]`, not `[a[0], a[1], a[2]][i]`
+                return f"{axis[0]}[{go(x.args[0])}]{axis[1]}"
+            return f"[{', '.join(names)}][{go(x.args[0])}]"
         return op
 
     return go(e)

@@ -53,6 +53,17 @@ def param_text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
+class WriteCheck:
+    """An assignment at a computed index: `array[index]` is written when `cond` fails
+    to hold only if the index is outside 0..length-1."""
+
+    cond: Expr  # the write is in range (or not taken)
+    array: str  # the array written, as the spec names it ("log[0]")
+    index: Expr
+    length: int
+
+
+@dataclass(frozen=True)
 class ActionInstance:
     """One action with its parameters fixed: `guard` and updates over slots."""
 
@@ -61,7 +72,7 @@ class ActionInstance:
     params: tuple[tuple[str, Any], ...]
     guard: Expr
     updates: tuple[tuple[int, Expr], ...]
-    write_checks: tuple[tuple[Expr, str], ...] = ()
+    write_checks: tuple[WriteCheck, ...] = ()
 
     @property
     def label(self) -> str:
@@ -74,11 +85,13 @@ class ActionInstance:
 
 @dataclass(frozen=True)
 class Property:
-    """A named predicate: an invariant, step invariant, constraint or lemma."""
+    """A named predicate: an invariant, step invariant, constraint or lemma.
+    `bindings` names, for conjuncts made by a ForAll, the values bound there."""
 
     name: str
     expr: Expr
     doc: str = ""
+    bindings: tuple[tuple[int, str], ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

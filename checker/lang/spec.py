@@ -43,6 +43,7 @@ from checker.lang.machine import (
     Scalarset,
     Slot,
     VarInfo,
+    WriteCheck,
     param_text,
 )
 from checker.lang.types import Array, Leaf, Record, Type, as_type, path_name
@@ -212,6 +213,9 @@ class Spec:
                 from None
         machine = builder.finish()
         machine.spec_ref = self.ref
+        from checker.views import check_declared
+
+        check_declared(machine)  # a view or narration the viewers could not draw: refused
         return machine
 
 
@@ -231,7 +235,7 @@ class _Trace:
     def __init__(self, label: str):
         self.label = label
         self.requires: list[Expr] = []
-        self.write_checks: list[tuple[Expr, str]] = []
+        self.write_checks: list[WriteCheck] = []
 
 
 _ACTIVE: list[_Trace] = []
@@ -335,7 +339,10 @@ class _View:
         in_range = E.Implies(cond, E.And(E.le(0, key), E.lt(key, t.length)))
         trace = self._state._trace
         if not (in_range.is_const and in_range.value) and trace is not None:
-            trace.write_checks.append((in_range, f"writes {self._name} with an index out of range"))
+            shown = f"[{_show_index(key)}]"  # this step of the name: a[i][j] -> a[i]
+            at = self._name.rfind(shown)
+            array = self._name[:at] if at >= 0 else self._name
+            trace.write_checks.append(WriteCheck(in_range, array, key, t.length))
         for j in range(t.length):
             hit = E.And(cond, E.eq(key, j))
             if not (hit.is_const and not hit.value):
@@ -628,6 +635,15 @@ class ModelBuilder:
             raise SpecError(f"{label}: actions assign to the state and return nothing")
         return trace, exprs
 
+    def _property(self, kind: str, name: str, fn: Callable, doc: str) -> Property:
+        """A property, with the ForAll values bound in each of its conjuncts."""
+        E.BINDINGS.append({})
+        try:
+            expr = self._predicate(name, fn, 2 if kind == "step" else 1)
+        finally:
+            bindings = E.BINDINGS.pop()
+        return Property(name, expr, doc, tuple(sorted(bindings.items())))
+
     def _predicate(self, name: str, fn: Callable, frames: int) -> Expr:
         states = [SymState(self, self._base_exprs(f), False, None) for f in range(frames)]
         try:
@@ -666,8 +682,7 @@ class ModelBuilder:
                                               updates, tuple(trace.write_checks)))
         if not actions:
             raise SpecError(f"spec {self.spec.name} has no enabled action instance")
-        props = {kind: [Property(n, self._predicate(n, fn, 2 if kind == "step" else 1), doc)
-                        for n, fn, doc in items]
+        props = {kind: [self._property(kind, n, fn, doc) for n, fn, doc in items]
                  for kind, items in self._props.items()}
         return Machine(
             liveness=self._liveness_props(actions),

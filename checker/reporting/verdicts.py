@@ -49,16 +49,21 @@ def print_stats(console: Console, stats: dict[str, Any]) -> None:
     table = Table(title="statistics", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column(justify="right")
+    workers = stats.get("peak_rss_mb_workers")
     for key, (label, fmt) in _STAT_FORMATS.items():
+        if key == "peak_rss_mb" and workers:  # the search's process and its workers
+            label = f"peak memory, {len(workers) + 1} processes"
         if key in stats:
             add_row(table, label, formatted(fmt, stats[key]))
+    if workers:
+        add_row(table, "each worker's peak", ", ".join(f"{mb:,.1f}" for mb in workers) + " MB")
     if "fingerprint" in stats:
         mode = str(stats["fingerprint"])
         if mode == "hashed" and "collision_probability" in stats:
             mode += (f" (collision probability "
                      f"{formatted('{:.1e}', stats['collision_probability'])})")
         add_row(table, "fingerprints", mode)
-    shown = set(_STAT_FORMATS) | {"fingerprint", "collision_probability"}
+    shown = set(_STAT_FORMATS) | {"fingerprint", "collision_probability", "peak_rss_mb_workers"}
     for key in sorted(set(stats) - shown):
         add_row(table, key.replace("_", " "), formatted("{:,}", stats[key]))
     console.print(table)

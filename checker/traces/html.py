@@ -18,17 +18,24 @@ import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
-from checker.outputs import replace_text
+from checker.outputs import MARK, replace_text
 from checker.traces.story import (
     CTI,
+    UNTOUCHED,
+    failing_title,
     loop_sentence,
+    masked,
     property_values,
+    set_steps,
+    slice_sentence,
     start_label,
     step_story,
     violation_sentence,
 )
 from checker.traces.trace import Trace
+from checker.traces.why import Why, explain, unused_slots
 from checker.views import Event, Rendered, show
 
 SYSTEM_LANE = "system"
@@ -50,12 +57,13 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
         trace = load_trace(file)
         out = folder / html_name(file)
         write_html(trace, out, source=file.name)
-        rows.append(f'<tr><td><a href="{html.escape(out.name)}">{html.escape(out.stem)}</a>'
+        rows.append(f'<tr><td><a href="{page_link(out.name)}">{html.escape(out.stem)}</a>'
                     f"</td><td>{html.escape(trace.machine.spec_name)}</td>"
                     f"<td>{html.escape(violation_sentence(trace) or '-')}</td>"
                     f"<td>{len(trace)}</td></tr>")
     index = folder / "index.html"
     replace_text(index, '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+                 f'<meta name="generator" content="{MARK}">\n'
                  "<title>ctmc counterexamples</title>\n<style>body{font:14px system-ui,"
                  "sans-serif;margin:16px}td,th{padding:3px 12px 3px 0;text-align:left;"
                  "border-bottom:1px solid #d0d7de}</style>\n</head>\n<body>\n"
@@ -63,6 +71,12 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
                  "<th>spec</th><th>violation</th><th>steps</th></tr>\n" + "\n".join(rows)
                  + "\n</table>\n</body>\n</html>\n")
     return index
+
+
+def page_link(name: str) -> str:
+    """An href to the page `name` beside the index: a relative path that cannot carry a
+    scheme (`javascript:...` becomes `./javascript%3A...`), escaped for the attribute."""
+    return html.escape("./" + quote(name), quote=True)
 
 
 def html_name(trace_file: Path) -> str:
@@ -80,9 +94,9 @@ def page(trace: Trace, source: str = "") -> str:
     folder = resources.files("checker.traces") / "page"
     css = (folder / "viewer.css").read_text(encoding="utf-8")
     script = (folder / "viewer.js").read_text(encoding="utf-8")
-    # inside <script>, "</" could close the element early; JSON allows the escape
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/").replace("<!--", "<\\!--")
+    payload = script_json(data)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f'<meta name="generator" content="{MARK}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>{html.escape(data['title'])}</title>\n<style>\n{css}</style>\n</head>\n"
             f'<body>\n<noscript>This page draws the trace with JavaScript; enable it to '
@@ -91,9 +105,22 @@ def page(trace: Trace, source: str = "") -> str:
             f"<script>\n{script}</script>\n</body>\n</html>\n")
 
 
+def script_json(data: Any) -> str:
+    """`data` as JSON that can sit inside <script>: no `<`, `>` or `&` appears (each is
+    written as its JSON escape \\u003c...), so no text in it can close the element or
+    open a comment, and JSON.parse still reads it back exactly."""
+    text = json.dumps(data, ensure_ascii=False)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                         ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
 def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
     """Everything the page shows, as JSON-ready data (every value already text)."""
     machine = trace.machine
+    why = explain(trace)
+    untouched = unused_slots(trace)
     steps: list[dict[str, Any]] = []
     previous: Rendered | None = None
     lanes: list[str] = []
@@ -114,37 +141,85 @@ def page_data(trace: Trace, source: str = "") -> dict[str, Any]:
             "title": story.title,
             "action": action.label if action is not None else start_label(trace),
             "narration": story.narration,
+            "role": _role(why, i),
             "events": [{"source": e.source, "label": e.label, "targets": list(e.targets)}
                        for e in happened],
             "tables": _tables(story.view, story.changed) if story.view is not None else {},
             "note": story.view.note if story.view is not None else "",
-            "vars": [{"name": v.name, "value": show(story.after[v.name]),
-                      "was": show(story.before[v.name]),
+            "vars": [{"name": v.name, "value": show(masked(v, story.after[v.name], untouched)),
+                      "was": show(masked(v, story.before[v.name], untouched)),
                       "changed": story.before[v.name] != story.after[v.name],
                       "ghost": v.ghost} for v in machine.vars],
         })
+    if trace.failing_action is not None:  # the error is this step's, not the last one's
+        steps.append({**steps[-1], "index": len(trace) + 1, "title": failing_title(trace),
+                      "action": trace.failing_action.label, "narration": "", "role": "",
+                      "events": [] if machine.view is not None else [{
+                          "source": SYSTEM_LANE, "label": f"{trace.failing_action.label} "
+                                                          "fails", "targets": []}],
+                      "failed": True,
+                      "tables": {lane: [{**table, "changed": []} for table in tables]
+                                 for lane, tables in steps[-1]["tables"].items()},
+                      "vars": [{**v, "was": v["value"], "changed": False}
+                               for v in steps[-1]["vars"]]})
     kind = str(trace.violation.get("kind", ""))
     return {
+        "length": len(trace),
         "title": f"{trace.meta.get('model') or machine.spec_name}: "
                  + (violation_sentence(trace).split(":")[0] or "trace"),
         "source": source,
         "spec": machine.spec_name,
         "params": ", ".join(f"{k}={v}" for k, v in machine.params.items()) or "none",
         "mutations": ", ".join(machine.mutations) or "none",
-        "meta": {str(k): str(v) for k, v in sorted(trace.meta.items())},
+        "meta": {str(k): _no_local_path(v) for k, v in sorted(trace.meta.items())},
         "violation": violation_sentence(trace),
         "violation_kind": kind,
         "violation_name": str(trace.violation.get("name", "")),
         "cti": "counterexample to induction: the start state satisfies every invariant "
                "and lemma but may be unreachable (unreachable or unknown)"
                if kind == CTI else "",
-        "reads": property_values(trace) if trace.violation else [],
+        "reads": property_values(why),
+        "why": _why(trace, why),
+        "untouched": UNTOUCHED if untouched else "",
         "loop": trace.loop,
         "loop_sentence": loop_sentence(trace),
         "lanes": lanes or [SYSTEM_LANE],
         "has_view": machine.view is not None,
         "steps": steps,
     }
+
+
+def _role(why: Why | None, i: int) -> str:
+    """How step i bears on the violation: it sets a value the failing clause reads,
+    it leads to one, or neither (the page dims it)."""
+    if why is None or i == 0:
+        return ""
+    return "sets" if i in why.sets else "matters" if i in why.matters else "other"
+
+
+def _why(trace: Trace, why: Why | None) -> dict[str, Any] | None:
+    """The explanation as the page shows it: each failing clause with its values (and
+    the step that set each), the steps that set them in the spec's words, and how many
+    steps matter."""
+    if why is None:
+        return None
+    return {
+        "doc": " ".join(why.doc.split()),
+        "clauses": [{"headline": why.headline(c),
+                     "readings": [{"name": r.name, "value": r.value, "since": r.since}
+                                  for r in c.readings]} for c in why.clauses],
+        "hidden": why.hidden,
+        "sets": [{"step": s.index, "names": list(s.names), "action": s.label,
+                  "narration": s.narration} for s in set_steps(trace, why)],
+        "slice": slice_sentence(why, len(trace)),
+    }
+
+
+def _no_local_path(value: Any) -> str:
+    """Provenance as text, an absolute path cut to its file name: a page is shared, and
+    must not carry the layout of the machine that wrote it."""
+    text = str(value)
+    return Path(text).name if os.path.isabs(text) else text
 
 
 def _tables(view: Rendered, changed: set[tuple[str, str, int, int]]) -> dict[str, Any]:

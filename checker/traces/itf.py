@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checker.errors import TraceError
-from checker.outputs import replace_text
+from checker.errors import TraceError, shown_path
+from checker.outputs import file_kind, replace_text
 from checker.traces.trace import Trace
 
 FORMAT_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -97,20 +99,70 @@ def write_counterexample(trace: Trace, path: str | os.PathLike, **provenance: An
     return Path(path)
 
 
-def read_itf(path: str | os.PathLike) -> dict[str, Any]:
-    """Parse and check the shape of an ITF file; any problem is one TraceError line."""
+@dataclass(frozen=True)
+class Limits:
+    """How much of a trace file is read: a file bigger than `max_bytes` is refused before
+    it is read, one with more than `max_steps` steps once it is parsed (both can be
+    raised: `--max-mb`, `--max-steps`), and JSON nested deeper than `max_nesting` (no
+    trace needs that many) is refused."""
+
+    max_steps: int = 10_000
+    max_bytes: int = 256 * 2**20
+    max_nesting: int = 64
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def read_itf(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Parse and check the shape of an ITF file; any problem is one TraceError line. Only
+    a regular file is read (not a device, a FIFO or a folder), and only within `limits`."""
+    where = shown_path(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise TraceError(f"{where}: not a regular file ({file_kind(info.st_mode)}); "
+                             "give a trace file")
+        if info.st_size > limits.max_bytes:
+            raise TraceError(f"{where}: {info.st_size / 2**20:,.0f} MB, above the limit of "
+                             f"{limits.max_bytes / 2**20:,.0f} MB (raise it with --max-mb)")
+        with open(path, "rb") as f:
+            data = f.read(limits.max_bytes + 1)
+        if len(data) > limits.max_bytes:  # it grew since stat
+            raise TraceError(f"{where}: above the limit of {limits.max_bytes / 2**20:,.0f} MB "
+                             "(raise it with --max-mb)")
+        doc = json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
-        raise TraceError(f"{path}: not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")\
-            from None
+        raise TraceError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column "
+                         f"{exc.colno}") from None
     except UnicodeDecodeError:
-        raise TraceError(f"{path}: not a UTF-8 text file") from None
+        raise TraceError(f"{where}: not a UTF-8 text file") from None
+    except RecursionError:
+        raise TraceError(f"{where}: JSON nested deeper than {limits.max_nesting} levels") \
+            from None
     except OSError as exc:
-        raise TraceError(f"{path}: cannot read: {exc.strerror}") from None
-    check_itf(doc, str(path))
+        raise TraceError(f"{where}: cannot read: {exc.strerror}") from None
+    deepest = nesting(doc)
+    if deepest > limits.max_nesting:
+        raise TraceError(f"{where}: JSON nested {deepest} levels deep, deeper than "
+                         f"{limits.max_nesting}: not a trace")
+    check_itf(doc, where)
+    if len(doc["states"]) - 1 > limits.max_steps:
+        raise TraceError(f"{where}: {len(doc['states']) - 1:,} steps, above the limit of "
+                         f"{limits.max_steps:,} (raise it with --max-steps)")
     return doc
+
+
+def nesting(doc: Any) -> int:
+    """How deeply lists and objects nest in `doc` (0 for a scalar), without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((v, depth + 1) for v in (value.values() if isinstance(value, dict)
+                                                  else value))
+    return deepest
 
 
 def check_itf(doc: Any, where: str) -> None:

@@ -13,25 +13,35 @@ import os
 from typing import Any
 
 from checker.backends.scalar import ScalarMachine, State
-from checker.errors import EvalError, ModelError, TraceError, did_you_mean
+from checker.errors import EvalError, ModelError, TraceError, did_you_mean, shown_path
 from checker.lang.machine import ActionInstance, Machine
 from checker.registry import find_spec
-from checker.traces.itf import SPEC_KEYS, check_itf, from_itf_value, read_itf
+from checker.traces.itf import (
+    DEFAULT_LIMITS,
+    SPEC_KEYS,
+    Limits,
+    check_itf,
+    from_itf_value,
+    read_itf,
+)
 from checker.traces.trace import Trace
 
 _SHOWN_DIFFERENCES = 3
 
 
-def load_trace(source: str | os.PathLike | dict[str, Any], machine: Machine | None = None) -> Trace:
-    """Rebuild a Trace from an ITF file or document, checking every step."""
+def load_trace(source: str | os.PathLike | dict[str, Any], machine: Machine | None = None,
+               limits: Limits = DEFAULT_LIMITS) -> Trace:
+    """Rebuild a Trace from an ITF file (read within `limits`) or document, checking every
+    step."""
     where = _where(source)
     if isinstance(source, dict):
         check_itf(source, where)
         doc = source
     else:
-        doc = read_itf(source)
+        doc = read_itf(source, limits)
     meta = from_itf_value(doc.get("#meta", {}), f"{where}: #meta")
     machine = machine or _machine_from_meta(meta, where)
+    _refuse_foreign_variables(doc, machine, where)
     states = [machine.encode(from_itf_value(s, f"{where}: state {i}"), f"{where}: state {i}")
               for i, s in enumerate(doc["states"])]
     violation = meta.get("violation") or {}
@@ -74,8 +84,23 @@ def _load_loop(trace: Trace, loop: int, step: Any, scalar: ScalarMachine, where:
         raise TraceError(f"{where}: the step closing the loop: {exc}") from None
 
 
+def _refuse_foreign_variables(doc: dict[str, Any], machine: Machine, where: str) -> None:
+    """A trace naming a variable the spec does not have is not a trace of this spec."""
+    known = {v.name for v in machine.vars}
+    foreign = [v for v in doc["vars"] if v not in known]
+    if foreign:
+        raise TraceError(f"{where}: \"vars\" names {foreign[0]!r}, which spec "
+                         f"{machine.spec_name} does not declare{did_you_mean(foreign[0], known)}")
+    for i, state in enumerate(doc["states"]):
+        stray = [k for k in state if k != "#meta" and k not in known]
+        if stray:
+            raise TraceError(f"{where}: state {i} has {stray[0]!r}, which is not a variable "
+                             f"of spec {machine.spec_name}")
+
+
 def check_trace(source: str | os.PathLike | dict[str, Any],
-                machine: Machine | None = None) -> tuple[Trace, list[str]]:
+                machine: Machine | None = None,
+                limits: Limits = DEFAULT_LIMITS) -> tuple[Trace, list[str]]:
     """Replay a trace and name what its end violates; refuse it unless that confirms the
     violation it claims.
 
@@ -88,7 +113,7 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
     its replay does not show at the last step is refused, naming what it shows
     instead: a counterexample that no longer is one must not pass for one.
     """
-    trace = load_trace(source, machine)
+    trace = load_trace(source, machine, limits)
     scalar = ScalarMachine(trace.machine)
     kind = trace.violation.get("kind")
     last = trace.states[-1]
@@ -99,7 +124,14 @@ def check_trace(source: str | os.PathLike | dict[str, Any],
             found += scalar.violated_step_invariants(trace.states[-2], last)
         if kind == "error":  # evaluated for the EvalError they raise
             scalar.within_constraints(last)
-            scalar.successors(last)
+            failing = trace.failing_action
+            if "action" in trace.violation and failing is None:
+                raise TraceError(f"{_where(source)}: \"#meta\".violation.action names no "
+                                 f"action instance of {trace.machine.spec_name}")
+            if failing is None:
+                scalar.successors(last)
+            elif scalar.enabled(last, failing):  # the action it names, and no other
+                scalar.apply(last, failing)
         elif kind == "deadlock" and not scalar.successors(last):
             found.append("Deadlock")
         elif kind == "liveness":
@@ -128,7 +160,7 @@ def _confirm_claim(trace: Trace, found: list[str], where: str) -> None:
 
 
 def _where(source: str | os.PathLike | dict[str, Any]) -> str:
-    return "trace" if isinstance(source, dict) else str(source)
+    return "trace" if isinstance(source, dict) else shown_path(source)
 
 
 def _machine_from_meta(meta: dict[str, Any], where: str) -> Machine:

@@ -3,18 +3,20 @@
 
 A step's story is its action, the spec's narration, the protocol view's events and
 tables before and after it; the trace's is where a lasso loops and which property
-breaks at the end, with the values of the variables that property reads.
+breaks at the end, and why (`why`): the clause that fails, the values it reads and the
+steps that set them.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
-from checker.lang.expr import Expr
-from checker.lang.machine import Machine
+from checker.lang.machine import Machine, VarInfo
 from checker.traces.trace import Trace
-from checker.views import Event, Rendered, Step, changed_cells, events, render, show
+from checker.traces.why import Why
+from checker.views import Event, Rendered, Step, changed_cells, events, render
 
 CTI = "cti"  # the violation kind `prove` gives a counterexample to induction
 
@@ -63,6 +65,13 @@ def start_label(trace: Trace) -> str:
     return "initial state"
 
 
+def failing_title(trace: Trace) -> str:
+    """The title of the step an action fails to take at the end of `trace`."""
+    action = trace.failing_action
+    assert action is not None
+    return f"Step {len(trace) + 1}: {action.label} fails"
+
+
 def narrate(machine: Machine, name: str, params: dict[str, Any], before: dict[str, Any],
             after: dict[str, Any]) -> str:
     """The spec's own words for a step; a failing narrator must not hide the trace."""
@@ -93,29 +102,76 @@ def violation_sentence(trace: Trace) -> str:
     return f"{v.get('kind', '?')} {v.get('name', '?')}" + (f": {message}" if message else "")
 
 
-def property_values(trace: Trace) -> list[str]:
-    """`name = value` for each variable the violated property reads, at the end."""
+def property_values(why: Why | None) -> list[str]:
+    """`name = value` for each value the failing clauses read at the end (each slot
+    once: `accepted[0] = yes`, not the whole array)."""
+    if why is None:
+        return []
+    seen: dict[str, str] = {}
+    for clause in why.clauses:
+        for r in clause.readings:
+            seen.setdefault(r.name, f"{r.name} = {r.value}")
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class SetStep:
+    """A step that set a value the failing clause reads, in the spec's words."""
+
+    index: int
+    label: str
+    narration: str
+    names: tuple[str, ...]  # the values it set
+
+
+def set_steps(trace: Trace, why: Why) -> list[SetStep]:
+    """The steps that set what the failing clauses read, in order."""
     machine = trace.machine
-    names = property_vars(machine, str(trace.violation.get("name", "")))
-    last = machine.decode(trace.states[-1])
-    return [f"{name} = {show(last[name])}" for name in names]
+    out = []
+    for i, names in why.sets.items():
+        action = trace.actions[i]
+        assert action is not None  # step 0 sets nothing
+        narration = narrate(machine, action.name, action.params_json(),
+                            machine.decode(trace.states[i - 1]), machine.decode(trace.states[i]))
+        out.append(SetStep(i, action.label, narration, names))
+    return out
 
 
-def property_vars(machine: Machine, name: str) -> list[str]:
-    """The variables a property of `machine` reads, in declaration order."""
-    exprs: list[Expr] = [p.expr for p in machine.invariants + machine.step_invariants
-                         + machine.lemmas if p.name == name]
-    exprs += [e for p in machine.liveness if p.name == name for e in (p.trigger, p.goal)]
-    slots: set[int] = set()
-    seen: set[int] = set()
-    stack = list(exprs)
-    while stack:
-        e = stack.pop()
-        if e.id in seen:
-            continue
-        seen.add(e.id)
-        if e.op == "var":
-            slots.add(e.slot)
-        stack.extend(e.args)
-    return [v.name for v in machine.vars
-            if any(v.first <= slot < v.first + v.count for slot in slots)]
+def slice_sentence(why: Why, steps: int) -> str:
+    """How many steps lead to the values the failing clauses read."""
+    others = steps - len(why.matters)
+    if not others:
+        return "Every step leads to these values."
+    return (f"{len(why.matters)} of {steps} steps lead to these values; the other {others} "
+            f"{'is' if others == 1 else 'are'} dimmed.")
+
+
+class _Untouched:
+    """A slot no step of the trace touches, shown as `·`."""
+
+    def __str__(self) -> str:
+        return UNTOUCHED
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Untouched)
+
+    def __hash__(self) -> int:
+        return hash(UNTOUCHED)
+
+
+UNTOUCHED = "\u00b7"
+
+
+def masked(var: VarInfo, value: Any, untouched: frozenset[int]) -> Any:
+    """`value` (decoded) with the leaves at `untouched` slots replaced by `·`."""
+    leaves = [(path, var.first + i) for i, (path, _) in enumerate(var.type.leaves())]
+    if not any(slot in untouched for _, slot in leaves):
+        return value
+    out = copy.deepcopy(value)
+    for path, slot in leaves:
+        if slot in untouched and path:
+            holder = out
+            for key in path[:-1]:
+                holder = holder[key]
+            holder[path[-1]] = _Untouched()
+    return out

@@ -29,3 +29,18 @@ class Trace:
     def __len__(self) -> int:
         """Number of steps (transitions)."""
         return len(self.states) - 1
+
+    @property
+    def failing_action(self) -> ActionInstance | None:
+        """The action instance that fails to evaluate at the last state (an evaluation
+        error of an action, not of a property), as the violation names it."""
+        named = self.violation.get("action")
+        if not isinstance(named, dict):
+            return None
+        return next((a for a in self.machine.actions if a.name == named.get("action")
+                     and a.params_json() == named.get("params")), None)
+
+
+def failing(action: ActionInstance) -> dict[str, Any]:
+    """How a trace's violation names the action that fails at its end."""
+    return {"action": action.name, "params": action.params_json()}

@@ -6,8 +6,9 @@ opens with each lane's tables for the initial state, and each step shows its
 action, the spec's narration, the events between lanes, and the view's tables
 that changed (changed cells highlighted). Without a view, or with `raw`, each step
 shows the variables that changed (old -> new). Either way the trace ends in red at
-the violation it demonstrates, with the values of the variables the violated
-property reads.
+the violation it demonstrates, and a last panel says why: the clause of the property
+that fails, the values it reads with the step that set each, and the steps that set
+them (marked in their titles; the steps that lead to none of it are dimmed).
 """
 
 from __future__ import annotations
@@ -22,14 +23,19 @@ from rich.text import Text
 
 from checker.errors import TraceError
 from checker.traces.story import (
+    failing_title,
     loop_sentence,
+    masked,
     narrate,
     property_values,
+    set_steps,
+    slice_sentence,
     start_label,
     step_story,
     violation_sentence,
 )
 from checker.traces.trace import Trace
+from checker.traces.why import Why, explain, unused_slots
 from checker.views import Rendered, show
 
 CHANGED = "bold yellow"
@@ -39,24 +45,37 @@ GHOST = "dim"
 
 def show_trace(trace: Trace, console: Console, *, full: bool = False,
                step: int | None = None, raw: bool = False) -> None:
-    """Print the header and every step; `step=k` prints step k alone; `raw` shows the
-    variables even when the spec declares a protocol view."""
+    """Print the header, every step and why the property fails; `step=k` prints step k
+    alone; `raw` shows the variables even when the spec declares a protocol view."""
+    look = _Look(trace)
+    failed = trace.failing_action is not None
     if step is not None:
-        if not 0 <= step <= len(trace):
-            raise TraceError(f"step {step} is out of range: the trace has {len(trace)} steps")
-        console.print(any_step_panel(trace, step, full=full, raw=raw))
+        if not 0 <= step <= len(trace) + failed:
+            raise TraceError(f"step {step} is out of range: the trace has {len(trace)} steps"
+                             + (f" and a failing step {len(trace) + 1}" if failed else ""))
+        console.print(failing_panel(trace) if step > len(trace)
+                      else any_step_panel(trace, step, full=full, raw=raw, look=look))
         return
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
-        console.print(any_step_panel(trace, i, full=full, raw=raw))
+        console.print(any_step_panel(trace, i, full=full, raw=raw, look=look))
+    if failed:
+        console.print(failing_panel(trace))
+    if look.why is not None:
+        console.print(why_panel(trace, look.why))
 
 
 def show_trace_interactive(trace: Trace, console: Console, raw: bool = False) -> None:
     """Like `show_trace`, waiting for Enter after each step (q quits); for a TTY."""
+    look = _Look(trace)
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
-        console.print(any_step_panel(trace, i, raw=raw))
+        console.print(any_step_panel(trace, i, raw=raw, look=look))
         if i == len(trace):
+            if trace.failing_action is not None:
+                console.print(failing_panel(trace))
+            if look.why is not None:
+                console.print(why_panel(trace, look.why))
             return
         try:
             answer = console.input(Text("Enter: next step, q: quit ", style="dim"))
@@ -64,6 +83,62 @@ def show_trace_interactive(trace: Trace, console: Console, raw: bool = False) ->
             return
         if answer.strip().lower() == "q":
             return
+
+
+class _Look:
+    """What every step's panel needs to know about the whole trace: why it fails, and
+    the slots it never touches."""
+
+    def __init__(self, trace: Trace):
+        self.why = explain(trace)
+        self.untouched = unused_slots(trace)
+
+    def title(self, i: int, title: str) -> tuple[str, str]:
+        """The step's title, marked when it sets what the property reads, and the
+        border's style (dim when the step leads to none of it)."""
+        why = self.why
+        if why is None or i == 0:
+            return title, "blue"
+        if i in why.sets:
+            return f"{title}  \u25c6 sets {', '.join(why.sets[i])}", "blue"
+        return title, "blue" if i in why.matters else "dim"
+
+
+def failing_panel(trace: Trace) -> Panel:
+    """The action that fails to evaluate in the last state, as a step of its own: the
+    error is its, not the last legal step's."""
+    action = trace.failing_action
+    assert action is not None
+    parts: list[RenderableType] = [Text("violation: ", style=VIOLATION)
+                                   + (violation_text(trace) or Text(""))]
+    return Panel(Group(*parts), title=Text(failing_title(trace), style=VIOLATION),
+                 title_align="left", border_style="red")
+
+
+def why_panel(trace: Trace, why: Why) -> Panel:
+    """Why the property fails: each failing clause, the values it reads and the step
+    that set each, the steps that set them in the spec's words, and the slice."""
+    parts: list[RenderableType] = []
+    for clause in why.clauses:
+        parts.append(Text(why.headline(clause), style=VIOLATION))
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column()
+        grid.add_column(style="dim")
+        for r in clause.readings:
+            grid.add_row(Text(f"{r.name} = {r.value}"),
+                         Text(f"set at step {r.since}" if r.since else "from the first state"))
+        parts.append(grid)
+    if why.hidden:
+        parts.append(Text(f"and {why.hidden} more failing instances", style="dim"))
+    if why.doc:
+        parts.append(Text(" ".join(why.doc.split()), style="italic"))
+    for s in set_steps(trace, why):
+        parts.append(Text(f"step {s.index} {s.label}" + (f": {s.narration}" if s.narration
+                                                          else "")
+                          + f" \u2014 sets {', '.join(s.names)}"))
+    parts.append(Text(slice_sentence(why, len(trace)), style="dim"))
+    return Panel(Group(*parts), title=Text("Why", style=VIOLATION), title_align="left",
+                 border_style="red")
 
 
 def header_panel(trace: Trace) -> Panel:
@@ -96,17 +171,20 @@ def violation_text(trace: Trace) -> Text | None:
     return Text(sentence, style=VIOLATION) if sentence else None
 
 
-def any_step_panel(trace: Trace, i: int, *, full: bool = False, raw: bool = False) -> Panel:
+def any_step_panel(trace: Trace, i: int, *, full: bool = False, raw: bool = False,
+                   look: _Look | None = None) -> Panel:
     """Step i through the spec's protocol view, or as variables (`raw`, `full`, or a
     spec without a view)."""
+    look = look or _Look(trace)
     if raw or full or trace.machine.view is None:
-        return step_panel(trace, i, full=full)
-    return view_step_panel(trace, i)
+        return step_panel(trace, i, full=full, look=look)
+    return view_step_panel(trace, i, look)
 
 
-def view_step_panel(trace: Trace, i: int) -> Panel:
+def view_step_panel(trace: Trace, i: int, look: _Look | None = None) -> Panel:
     """Step i in the protocol's terms: the action, the narration, the events between
     lanes, and the tables that changed (all of them for the initial state)."""
+    look = look or _Look(trace)
     story = step_story(trace, i)
     assert story.view is not None
     parts: list[RenderableType] = []
@@ -126,10 +204,15 @@ def view_step_panel(trace: Trace, i: int) -> Panel:
     if story.view.note:
         parts.append(Text(story.view.note, style="red"))
     parts += _lane_tables(story.view, shown, story.changed)
-    _end_of_trace(trace, i, parts)
-    failed = i == len(trace) and bool(trace.violation)
-    return Panel(Group(*parts), title=Text(story.title, style=VIOLATION if failed else "bold"),
-                 title_align="left", border_style="red" if failed else "blue")
+    _end_of_trace(trace, i, parts, look.why)
+    return _panel(trace, i, story.title, parts, look)
+
+
+def _panel(trace: Trace, i: int, title: str, parts: list[RenderableType], look: _Look) -> Panel:
+    failed = i == len(trace) and bool(trace.violation) and trace.failing_action is None
+    title, border = look.title(i, title)
+    return Panel(Group(*parts), title=Text(title, style=VIOLATION if failed else "bold"),
+                 title_align="left", border_style="red" if failed else border)
 
 
 def _lane_tables(view: Rendered, shown: set[tuple[str, str]],
@@ -154,7 +237,7 @@ def _lane_tables(view: Rendered, shown: set[tuple[str, str]],
     return out
 
 
-def _end_of_trace(trace: Trace, i: int, parts: list[RenderableType]) -> None:
+def _end_of_trace(trace: Trace, i: int, parts: list[RenderableType], why: Why | None) -> None:
     """Where a lasso loops, and at the end the violation with the values it reads."""
     if trace.loop is not None and i == trace.loop:
         parts.append(Text("the loop starts here", style=VIOLATION))
@@ -162,16 +245,22 @@ def _end_of_trace(trace: Trace, i: int, parts: list[RenderableType]) -> None:
         return
     if trace.loop is not None:
         parts.append(Text("then: ", style=VIOLATION) + loop_text(trace))
+    if trace.failing_action is not None:
+        parts.append(Text(f"then: {trace.failing_action.label} fails (step {i + 1})",
+                          style=VIOLATION))
+        return
     violation = violation_text(trace)
     if violation is not None:
         parts.append(Text("violation: ", style=VIOLATION) + violation)
-        values = property_values(trace)
+        values = property_values(why)
         if values:
             parts.append(Text("it reads: " + "; ".join(values), style="red"))
 
 
-def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
-    """Step i: its action, narration and changed (or, with `full`, all) variables."""
+def step_panel(trace: Trace, i: int, *, full: bool = False, look: _Look | None = None) -> Panel:
+    """Step i: its action, narration and changed (or, with `full`, all) variables; an
+    array element the trace never touches shows as `·`."""
+    look = look or _Look(trace)
     machine = trace.machine
     after = machine.decode(trace.states[i])
     before = machine.decode(trace.states[i - 1]) if i else after
@@ -192,15 +281,14 @@ def step_panel(trace: Trace, i: int, *, full: bool = False) -> Panel:
         changed = old != new
         if not (changed or full or i == 0):
             continue
+        old, new = masked(v, old, look.untouched), masked(v, new, look.untouched)
         value = value_text(old) + Text(" -> ") + value_text(new, old) if changed \
             else value_text(new)
         table.add_row(Text(v.name + (" (ghost)" if v.ghost else "")), value,
                       style=GHOST if v.ghost else None)
     parts.append(table if table.row_count else Text("(no variable changed)", style="dim"))
-    _end_of_trace(trace, i, parts)
-    failed = i == len(trace) and bool(trace.violation)
-    return Panel(Group(*parts), title=Text(title, style=VIOLATION if failed else "bold"),
-                 title_align="left", border_style="red" if failed else "blue")
+    _end_of_trace(trace, i, parts, look.why)
+    return _panel(trace, i, title, parts, look)
 
 
 def value_text(value: Any, old: Any = None) -> Text:

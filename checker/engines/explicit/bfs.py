@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.explicit.checkpoint import BackgroundSaves, Checkpoint
+from checker.engines.explicit.checkpoint import MANIFEST, BackgroundSaves, Checkpoint
 from checker.engines.explicit.frontier import SpilledColumns
 from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
@@ -51,6 +51,7 @@ from checker.engines.result import HOLDS, UNKNOWN, CheckResult, coverage_rows, s
 from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
+from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
 from checker.symmetry.canonical import Canonicalizer
 from checker.symmetry.concrete import concrete_trace
@@ -144,6 +145,7 @@ class _Search:
     last_save: float = 0.0
     complete: bool = False  # the frontier was expanded and gave nothing new
     canon: Canonicalizer | None = None  # set when the search stores one state per orbit
+    resumed: str = ""  # what a resumed search found to go on from
 
     @property
     def depth(self) -> int:
@@ -163,7 +165,8 @@ def preflight(machine: Machine, options: BfsOptions) -> None:
     if options.checkpoint_dir and options.resume:
         Checkpoint.check_identity(options.checkpoint_dir, _identity(machine, options))
     elif options.checkpoint_dir:
-        Checkpoint.check_new(options.checkpoint_dir)
+        folder = Checkpoint.check_new(options.checkpoint_dir)
+        check_folder_takes_files(folder, "--checkpoint")
 
 
 def _identity(machine: Machine, options: BfsOptions) -> dict:
@@ -280,11 +283,14 @@ def _out_of_memory(search: _Search, started: float) -> str:
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     saved = search.checkpoint
-    if saved is not None:
-        try:
-            _save(search, started)
-        except (MemoryError, CheckerError):  # the previous checkpoint is intact
-            pass
+    if saved is not None and search.saves is not None:
+        for _ in range(2):  # a save in flight may have run out of memory with the level:
+            try:            # now that the level's buffers are free, it is tried again
+                search.saves.retry()
+                _save(search, started)
+                break
+            except (MemoryError, CheckerError):  # the previous checkpoint is intact
+                continue
     if saved is None:
         keep = "; with --checkpoint DIR the levels explored so far are kept"
     elif saved.levels:
@@ -311,8 +317,13 @@ def _take_checkpoint(search: _Search) -> None:
     search.checkpoint, saved = Checkpoint.open(options.checkpoint_dir, identity,
                                                action_dtype(search.kernel.n_actions))
     search.saves = BackgroundSaves(search.checkpoint)
-    if saved is None:
-        return  # nothing durable yet: start over in the same folder
+    if saved is None:  # nothing durable yet: start over in the same folder, and say so
+        search.resumed = (f"nothing: {search.checkpoint.path} has no {MANIFEST} (no save "
+                          "finished, or it was deleted); started from the initial states")
+        if options.progress:
+            options.progress(f"checkpoint: resumed {search.resumed}")
+        return
+    search.resumed = f"from level {len(saved.fps) - 1} of {search.checkpoint.path}"
     layout = search.kernel.layout
     if not np.array_equal(layout.fingerprints(saved.frontier), saved.fps[-1]):
         raise CheckerError(f"{search.checkpoint.path}: the saved frontier does not match "
@@ -604,7 +615,14 @@ def _stats(search: _Search, started: float) -> dict:
                          time.perf_counter() - started + search.seconds_before,
                          search.kernel.layout, search.kernel.n_actions)
     stats["bytes_per_state"] = round(record_bytes / distinct, 2) if distinct else 0.0
-    stats["workers"] = search.options.workers
+    # the processes that shared the search: workers start only at a level big enough
+    stats["workers"] = 1 if search.pool is None else search.pool.n
+    if search.pool is not None:  # memory is the whole process tree's
+        workers = search.pool.peaks_mb()
+        stats["peak_rss_mb_workers"] = workers
+        stats["peak_rss_mb"] = round(stats["peak_rss_mb"] + sum(workers), 1)
+    if search.resumed:
+        stats["resumed"] = search.resumed
     if search.canon is not None:
         stats["symmetry"] = (f"{len(search.canon.group):,} permutations of "
                              f"{', '.join(s.name for s in search.machine.scalarsets)}; one "

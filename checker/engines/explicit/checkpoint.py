@@ -25,6 +25,7 @@ own marker, and never outside it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -81,10 +82,15 @@ class Checkpoint:
     def create(cls, path: str | os.PathLike, identity: dict[str, Any]) -> Checkpoint:
         """Take a new or empty folder for a new run; anything else is refused."""
         folder = cls.check_new(path)
+        made = [p for p in (folder, *folder.parents) if not p.exists()]
         try:
             folder.mkdir(parents=True, exist_ok=True)
             write_json(folder / MARKER, {"format": FORMAT, "identity": identity})
-        except OSError as exc:
+        except OSError as exc:  # a full disk, say: leave nothing of ours behind
+            (folder / f".{MARKER}.tmp").unlink(missing_ok=True)
+            for made_folder in made:
+                with contextlib.suppress(OSError):
+                    made_folder.rmdir()
             raise CheckerError(f"cannot create checkpoint folder {folder}: "
                                f"{exc.strerror or exc}") from None
         return cls(folder, identity)
@@ -122,7 +128,7 @@ class Checkpoint:
         `action_dtype`."""
         folder = Path(path)
         cls.check_identity(folder, identity)
-        if not (folder / MANIFEST).exists():
+        if not (folder / MANIFEST).exists():  # no save finished (or it was deleted)
             return cls(folder, identity), None
         manifest = _check_manifest(folder / MANIFEST,
                                    read_json(folder / MANIFEST, f"cannot resume {folder}"))
@@ -198,6 +204,7 @@ class BackgroundSaves:
         self.checkpoint = checkpoint
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
+        self.failed: tuple[Any, ...] = ()  # what the save that failed was saving
 
     @property
     def busy(self) -> bool:
@@ -222,11 +229,18 @@ class BackgroundSaves:
             error, self.error = self.error, None
             raise error
 
+    def retry(self) -> None:
+        """Save again, here, what the save that failed was saving (once the memory it
+        lacked is free, say); a save that fails again raises."""
+        if self.failed:
+            args, self.failed = self.failed, ()
+            self.checkpoint.save(*args)
+
     def _save(self, *args: Any) -> None:
         try:
             self.checkpoint.save(*args)
         except BaseException as exc:  # noqa: BLE001 - handed to the searching thread
-            self.error = exc
+            self.error, self.failed = exc, args
 
 
 # --- files ---------------------------------------------------------------------------

@@ -160,6 +160,7 @@ class Pool:
         and starts expanding the latter at once."""
         n = options.workers
         self.kernel, self.n = kernel, n
+        self.checkpoint = options.checkpoint_dir  # named in the line a dead worker gives
         self.keeps_states = keeps_states(options)
         context = multiprocessing.get_context("fork")
         self.done = context.Array("q", n, lock=False)  # parents each has expanded this level
@@ -278,8 +279,25 @@ class Pool:
         code = process.exitcode
         how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
                else "ended" if code is None else f"exited with status {code}")
+        then = (f"to go on from the last checkpoint, run the same command with --resume "
+                f"{self.checkpoint}" if self.checkpoint else
+                "run it again (with --checkpoint DIR, a run stopped this way resumes with "
+                "--resume DIR)")
         return (f"BFS worker {w + 1} of {self.n} (pid {process.pid}) {how} during a level; "
-                "the search stopped (run it again, or with fewer --workers if memory is short)")
+                f"the search stopped: {then}, with fewer --workers if memory is short")
+
+    def peaks_mb(self) -> list[float]:
+        """Each live worker's peak resident memory so far (Linux's VmHWM), in MB; 0 for
+        one whose peak cannot be read."""
+        peaks = []
+        for process in self.processes:
+            try:
+                with open(f"/proc/{process.pid}/status") as f:
+                    kb = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+            except (OSError, StopIteration, ValueError, IndexError):
+                kb = 0
+            peaks.append(round(kb / 1024, 1))
+        return peaks
 
     def close(self) -> None:
         """Kill every worker and reap it; the pool is then unusable. Idempotent."""

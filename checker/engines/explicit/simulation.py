@@ -28,7 +28,7 @@ from checker.engines.result import ERROR, HOLDS, UNKNOWN, VIOLATED, CheckResult,
 from checker.engines.scope import refuse_unchecked
 from checker.errors import EvalError
 from checker.lang.machine import ActionInstance, Machine
-from checker.traces.trace import Trace
+from checker.traces.trace import Trace, failing
 
 ENGINE = "simulate"
 PROGRESS_SECONDS = 1.0
@@ -49,13 +49,15 @@ class SimulationOptions:
 
 class _Found(Exception):
     """A violation: its kind, property name, message and the walk that shows it; a
-    lasso also says where its loop starts and the action closing it (None: it stutters)."""
+    lasso also says where its loop starts and the action closing it (None: it stutters);
+    an evaluation error of an action, that action's id."""
 
     def __init__(self, kind: str, name: str, message: str, walk: Walk,
-                 loop: int | None = None, loop_action: ActionInstance | None = None):
+                 loop: int | None = None, loop_action: ActionInstance | None = None,
+                 action: int | None = None):
         super().__init__(message)
         self.kind, self.name, self.message, self.walk = kind, name, message, walk
-        self.loop, self.loop_action = loop, loop_action
+        self.loop, self.loop_action, self.action = loop, loop_action, action
 
 
 class _OutOfTime(Exception):
@@ -83,9 +85,11 @@ def simulate(machine: Machine, options: SimulationOptions | None = None) -> Chec
         result.stats["unknown"] = (f"stopped by the timeout after {options.timeout:g} s, in "
                                    f"walk {sim.runs} of {options.runs}")
     if found is not None:
+        fails = {} if found.action is None else {
+            "action": failing(machine.actions[found.action])}
         trace = Trace(machine, [s for _, s in found.walk], [a for a, _ in found.walk],
                       violation={"kind": found.kind, "name": found.name,
-                                 "message": found.message},
+                                 "message": found.message, **fails},
                       meta={"engine": ENGINE, "seed": options.seed,
                             "run": max(sim.runs - 1, 0)},
                       loop=found.loop, loop_action=found.loop_action)
@@ -131,8 +135,8 @@ class _Simulation:
             return found
         except _OutOfTime:
             self.out_of_time = True
-        except EvalError as exc:
-            return _Found("error", "EvalError", str(exc), walk)
+        except EvalError as exc:  # an action fails to evaluate at the walk's end
+            return _Found("error", "EvalError", str(exc), walk, action=exc.action)
         return None
 
     def _step(self, walk: Walk) -> bool:

@@ -129,7 +129,7 @@ class Kernel:
             checks.append(E.defined(e))
             if e.sort == E.INT:  # bool and enum expressions stay in range by construction
                 checks.append(E.And(E.le(s.lo, e), E.le(e, s.hi)))
-        checks += [cond for cond, _ in a.write_checks]
+        checks += [check.cond for check in a.write_checks]
         steps = [E.substitute(p.expr, after) for p in m.step_invariants]
         constraints = [E.substitute(p.expr, successor) for p in m.constraints]
         checks += [E.defined(x) for x in steps + constraints]

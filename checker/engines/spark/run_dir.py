@@ -18,15 +18,17 @@ durable level is verified against its record; a mismatch (a file missing, change
 or added, a record edited) is one line naming the file, and nothing is deleted. The
 only things resume removes are what a killed run left unfinished: the one level
 after the last durable one, which has no record, the visited runs not in the
-durable levels' schedule, the exchange, and half-written temporary files. There is no separate
+durable levels' schedule, the exchange, and half-written temporary files; and of
+those, only files by the names ctmc writes: any other file there (the user's) stops
+the resume, with one line naming it, before anything is deleted. There is no separate
 index to lose: the records are the bookkeeping.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +126,7 @@ class RunDir:
 
     def discard(self, level: int) -> None:
         """Delete what the tasks of an unrecorded `level` wrote: its files, its runs."""
-        shutil.rmtree(self.level_path(level), ignore_errors=True)
+        _remove_ours(self.level_path(level), _LEVEL_FILES)
         self.drop_exchange(level)
         for bucket in range(self.partitions):
             folder = visited_runs.bucket_folder(self.path, bucket)
@@ -133,7 +135,7 @@ class RunDir:
 
     def drop_exchange(self, level: int) -> None:
         """Delete the successors exchanged to build a level (once it is recorded)."""
-        shutil.rmtree(exchange.folder(self.path, level), ignore_errors=True)
+        _remove_ours(exchange.folder(self.path, level), _EXCHANGE_FILES)
 
     def drop_runs(self, runs: list[tuple[int, int]]) -> None:
         """Delete visited runs that a recorded level's runs replaced."""
@@ -175,10 +177,15 @@ def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -
     """A new run in `path` (see `check_new`), with its run.json."""
     folder = local_folder(path)
     check_new(folder)
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         write_json(folder / RUN_FILE, {"identity": identity, "partitions": partitions})
-    except OSError as exc:
+    except OSError as exc:  # a full disk, say: leave nothing of ours behind
+        (folder / f".{RUN_FILE}.tmp").unlink(missing_ok=True)
+        for made_folder in made:
+            with contextlib.suppress(OSError):
+                made_folder.rmdir()
         raise CheckerError(f"cannot create run directory {folder}: "
                            f"{exc.strerror or exc}") from None
     return RunDir(folder.resolve(), identity, partitions)
@@ -222,12 +229,23 @@ def resume(path: str | os.PathLike, identity: dict[str, Any],
         k = min(k for k in unfinished if k > durable + 1)
         raise CheckerError(f"{run.level_path(k)}: a level after {run.level_path(durable + 1)}, "
                            f"which has no record; {run.path} cannot be resumed")
+    buckets = [visited_runs.bucket_folder(run.path, b) for b in range(run.partitions)]
+    exchanges = sorted((run.path / exchange.EXCHANGE).glob("level=*"))
+    foreign = [f for k in unfinished for f in _not_ours(levels[k], _LEVEL_FILES)] \
+        + [f for folder in exchanges for f in _not_ours(folder, _EXCHANGE_FILES)] \
+        + [f for folder in buckets for f in _not_ours(folder, _RUN_FILES)] \
+        + [f for f in _entries(run.path / exchange.EXCHANGE) if f not in exchanges]
+    if foreign:  # resume deletes only what a run wrote: nothing is deleted
+        raise CheckerError(f"{foreign[0]}: not written by ctmc, in a part of {run.path} that "
+                           "resuming clears; move it out to resume (nothing was deleted)")
     for k in unfinished:  # written by the killed run, never recorded
-        shutil.rmtree(levels[k])
-    shutil.rmtree(run.path / exchange.EXCHANGE, ignore_errors=True)  # no level needs it
-    for bucket in range(run.partitions):  # runs written by the killed run, or replaced
-        folder = visited_runs.bucket_folder(run.path, bucket)
-        for entry in folder.iterdir() if folder.is_dir() else []:
+        _remove_ours(levels[k], _LEVEL_FILES)
+    for folder in exchanges:  # no level needs them
+        _remove_ours(folder, _EXCHANGE_FILES)
+    with contextlib.suppress(OSError):
+        (run.path / exchange.EXCHANGE).rmdir()
+    for folder in buckets:  # runs written by the killed run, or replaced
+        for entry in _entries(folder):
             if entry.name not in keep or _TEMPORARY.match(entry.name):
                 entry.unlink()
     for k in range(durable + 1):
@@ -251,6 +269,32 @@ def _verify_runs(run: RunDir, durable: int, sizes: dict[int, dict[str, int]]) ->
                                    f"(level {hi}'s record names it); {run.path} cannot be "
                                    "resumed")
     return keep
+
+
+# --- what resuming may delete: only the names ctmc writes --------------------------------
+
+_LEVEL_FILES = re.compile(r"^(part-\d+\.parquet|_ctmc_level\.json|\..*\.tmp)$")
+_EXCHANGE_FILES = re.compile(r"^(from-\d+\.u64|\..*\.tmp)$")
+_RUN_FILES = re.compile(r"^(L\d+-\d+\.u64|\..*\.tmp)$")
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(folder.iterdir()) if folder.is_dir() else []
+
+
+def _not_ours(folder: Path, ours: re.Pattern[str]) -> list[Path]:
+    """What in `folder` ctmc did not write: a name it never uses, or a folder."""
+    return [f for f in _entries(folder) if not (f.is_file() and ours.match(f.name))]
+
+
+def _remove_ours(folder: Path, ours: re.Pattern[str]) -> None:
+    """Delete the files in `folder` that ctmc writes, and the folder once it is empty;
+    anything else stays (the folder too, then)."""
+    for f in _entries(folder):
+        if f.is_file() and ours.match(f.name):
+            f.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
 
 
 # --- verifying ---------------------------------------------------------------------

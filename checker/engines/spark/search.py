@@ -72,6 +72,7 @@ from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir, level_f
 from checker.engines.spark.session import check_master, first_line, spark_session
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
+from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
 from checker.progress import Heartbeat
 from checker.traces.trace import Trace
@@ -174,6 +175,7 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
         spark_run_dir.inspect(options.run_dir, _identity(machine, options), options.partitions)
     elif options.run_dir:
         spark_run_dir.check_new(options.run_dir)
+        check_folder_takes_files(spark_run_dir.local_folder(options.run_dir), "--run-dir")
 
 
 def _identity(machine: Machine, options: SparkOptions) -> dict[str, Any]:

@@ -217,7 +217,7 @@ class Unrolling:
             checks.append(E.defined(e))
             if e.sort == E.INT:
                 checks.append(E.And(E.le(m.slots[slot].lo, e), E.le(e, m.slots[slot].hi)))
-        checks += [cond for cond, _ in a.write_checks]
+        checks += [check.cond for check in a.write_checks]
         live = [c for c in checks if not (c.is_const and c.value)]
         terms = [self.enc.term(c, s) for c in live]
         for p in m.step_invariants:
