@@ -151,3 +151,65 @@ def test_a_read_records_the_replica_that_served_it():
     s = play(split, ["tick()", "evaluate_split()", "flush(g=0, w=1)", "append(g=0, w=1)",
                      "apply(g=0, n=1)", "read(i=0, g=1, n=1, k=b, t=1)"])
     assert (s[-1]["rnode"], s[-1]["rrng"]) == ([1], [1])
+
+
+# The merge-takeover finding with the merge as a transaction (docs/findings/): r2's lease
+# moves to n2; n1 extends r1's lease to 3 so that the EndTxn can be evaluated at T = 2; the
+# intents are laid at T; n2 then writes b and its command carries closed 4 (LEAD), which
+# n1 serves a follower read of b at; Subsume reports 4 and the merge raises n1's cache
+# over b to 4; r1's lease expires at 3 and n2 takes it over, its cache over b at 3, and
+# writes b at 4. Ids: w1 0, w2 1, the merge 2; lease command j is j + 1 in buffers.
+FINDING = {"nodes": 2, "keys": 2, "writes": 2, "reads": 1, "max_ts": 3, "target": 1,
+           "structure": "merge", "lease_changes": 2, "lease_exp": 2, "lead": 3,
+           "policy": "lead", "lease_duration": 4, "lease_extensions": True}
+FINDING_ORDER = [
+    "transfer_lease(g=1, y=0, x=1)", "flush(g=1, x=0, w=3)", "append_lease(g=1, j=2)",
+    "apply(g=1, n=1)", "apply(g=1, n=0)",
+    "extend_lease(g=0, x=0, d=2)", "flush(g=0, x=0, w=3)", "append_lease(g=0, j=2)",
+    "apply(g=0, n=0)", "apply(g=0, n=1)",
+    "begin_merge(x=0, y=1)",
+    "evaluate(g=1, x=1, w=0, k=b, c=1)", "finish(g=1, w=0)", "flush(g=1, x=1, w=0)",
+    "append(g=1, w=0)", "apply(g=1, n=1)", "apply(g=1, n=0)",
+    "read(i=0, g=1, n=0, k=b, t=4)",
+    "subsume(x=1)", "evaluate_merge(x=0)", "flush(g=0, x=0, w=2)", "append(g=0, w=2)",
+    "apply(g=0, n=0)", "apply(g=0, n=1)", "tick()", "tick()",
+    "request_lease(g=0, x=1)", "flush(g=0, x=1, w=4)", "append_lease(g=0, j=3)",
+    "apply(g=0, n=1)",
+    "evaluate(g=0, x=1, w=1, k=b, c=1)", "finish(g=0, w=1)", "flush(g=0, x=1, w=1)",
+    "append(g=0, w=1)", "apply(g=0, n=1)"]
+
+
+def test_the_merge_takeover_finding_survives_the_merge_transaction(tmp_path):
+    """Every step is a legal step of the correct design; the properties hold until n2
+    applies r1's lease, when its write floor for b (4) is no longer above r2's claim
+    (FloorAboveClaims), and its write at b@4 is then accepted below the closed ts r2 had
+    carried, which the read at 4 missed. `trace check` replays the written trace and
+    confirms NoStaleRead."""
+    from checker.backends.scalar import ScalarMachine
+    from checker.traces.itf import write_trace
+    from checker.traces.replay import check_trace
+    from checker.traces.trace import Trace
+
+    machine = LOG_DRIVEN.instantiate(FINDING, ())
+    sm = ScalarMachine(machine)
+    by_label = {a.label: a for a in machine.actions}
+    states, actions = [machine.init_states[0]], [None]
+    takeover = len(FINDING_ORDER) - 6  # n2 applies its lease of r1
+    for step, label in enumerate(FINDING_ORDER):
+        if step <= takeover:
+            assert sm.violated_invariants(states[-1]) == [], label
+        action = by_label[label]
+        assert sm.enabled(states[-1], action), label
+        actions.append(action)
+        states.append(sm.apply(states[-1], action))
+    assert sm.violated_invariants(states[takeover + 1]) == ["FloorAboveClaims"]
+    end = machine.decode(states[-1])
+    assert end["merge_ts"] == 2 and end["merge_closed"] == 4 and end["lstart"][0][3] == 3
+    assert end["wts"] == [2, 4] and end["accepted"][:2] == [True, True]
+    assert end["rts"] == [4] and end["robs"] == [[True, False]]
+    assert "NoStaleRead" in sm.violated_invariants(states[-1])
+    path = tmp_path / "finding.itf.json"
+    write_trace(Trace(machine, states, actions, {"kind": "invariant", "name": "NoStaleRead"}),
+                path)
+    _, violated = check_trace(path)
+    assert "NoStaleRead" in violated

@@ -325,7 +325,6 @@ def test_a_merge_waits_for_every_node_to_have_applied_the_split():
 @pytest.mark.parametrize(("model", "violated"), [
     ("log_driven_mutation_split_rhs_zero", "NoStaleRead"),
     ("log_driven_mutation_split_closed_at_eval", "NoStaleRead"),
-    ("log_driven_finding_merge_takeover_below_rhs_closed", "FloorAboveClaims"),
 ])
 def test_a_split_then_a_merge_keeps_each_structures_known_bugs(model, violated):
     """The known wrong designs of a split or a merge are caught just the same when the
