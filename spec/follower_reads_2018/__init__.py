@@ -90,6 +90,13 @@ for _name, _doc in {
                            "writes (found by this model; the safe start is just below it).",
     "SubsumedKeepsEmitting": "M33 (#44878). A subsumed range keeps publishing its real LAI "
                              "instead of LAI + 1, so followers use newer closed ts.",
+    "SharedSequence": "Finding: n1 numbers its updates once for all peers, so a full "
+                      "update one peer asks for restarts the numbers every peer sees; a "
+                      "peer that missed the new run's first updates takes a later one as "
+                      "the successor of the old run's.",
+    "ResumeAfterGap": "Finding: after a gap the receiver keeps the gap's sequence number "
+                      "and resumes from it, instead of waiting for the full update it "
+                      "asked for; the sender's new run may reach that number again.",
     "ReproposeBypassesMPT": "#42821 (before #42939). A write rejected for its LAI is "
                             "proposed again with a new LAI without going through the MPT: "
                             "never tracked, never released, never giving up.",
