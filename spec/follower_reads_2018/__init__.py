@@ -18,6 +18,7 @@ RFC sections to components, invariants and models):
                   (Subsume's closed ts; a subsumed range's unreachable MLAI)
 - `window.py`     time passing; for liveness models, renumbering time, LAIs and
                   sequence numbers so behaviours can go on forever
+- `lemmas.py`     facts that make the properties inductive (`ctmc prove`)
 - `narration.py`  how a trace reads in protocol words
 
 Shared with the log-driven spec (`spec/log_driven/`), unchanged: the Raft log and
@@ -32,6 +33,7 @@ from checker.errors import ModelError
 from checker.lang import And, Int, Spec
 from spec.follower_reads_2018 import (
     epochs,
+    lemmas,
     reads,
     reproposals,
     structure,
@@ -167,6 +169,7 @@ def _build(m, p):
     reads.add(m, ctx, v)
     follower_reads.add(m, p, ctx)
     window.add(m, ctx, v)
+    lemmas.add(m, p, ctx, v)
     # write and read slots are interchangeable as in the log-driven spec, with the
     # 2018 design's own per-write state (its MPT's tracking, the epoch it tracked under)
     symmetry.add(m, ctx, {"wepoch": 0, "worigin": 0, "wmpt": 0, "wleft": 0})
