@@ -8,15 +8,18 @@ model, not only a proof (`spec/README.md`, "Proofs"):
 - `core.py`        one range, one proposer: the buffer, LAIs and closed ts handed out at
                    flush, the Raft log (with reproposals: one entry per attempt),
                    acceptance, replicas, claims and follower reads
+- `side.py`        the side transport from n1: bumps, streams, receivers, replicas'
+                   side-transport closed ts
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spec.log_driven.lemmas import core
+from spec.log_driven.lemmas import core, side
 from spec.log_driven.parts import Ctx
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     core.add(m, p, ctx)
+    side.add(m, p, ctx)

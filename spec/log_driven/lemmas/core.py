@@ -48,10 +48,10 @@ X = 0  # and n1 proposes for it
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core lemmas: one range, no lease changes, no side transport, no restart, no
-    injected LAI errors, a lock-free or heap tracker."""
-    return (ctx.ranges == 1 and not ctx.lease_changes and not p.side_transport
-            and not ctx.restarts and not p.lai_errors and p.tracker in ("impl", "heap"))
+    """The core lemmas: one range, no lease changes, no restart, no injected LAI errors,
+    a lock-free or heap tracker (the side transport adds its own, `side.py`)."""
+    return (ctx.ranges == 1 and not ctx.lease_changes and not ctx.restarts
+            and not p.lai_errors and p.tracker in ("impl", "heap"))
 
 
 class Log:
@@ -272,10 +272,12 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.lemma
     def ClaimIsAccepted(s):  # noqa: N802
-        """The ghost claim is the closed ts of an accepted command (or unset), at or
-        above every replica's closed ts and every follower read's ts."""
+        """The ghost claim is the closed ts of an accepted command (or unset, or what
+        another mechanism claimed: `claim_sources`), at or above every replica's closed
+        ts and every follower read's ts."""
+        others = [source(s) for source in ctx.hooks.get("claim_sources", [])]
         source = Or(s.claim_hi[G] == NIL, Exists(range(P), lambda w: And(
-            s.accepted[w], s.wcts[w] == s.claim_hi[G])))
+            s.accepted[w], s.wcts[w] == s.claim_hi[G])), *others)
         replicas = ForAll(range(N), lambda n: s.closed[G][n] <= s.claim_hi[G])
         reads = ForAll(range(ctx.reads), lambda i: Implies(s.rdone[i], s.rts[i] <= s.claim_hi[G]))
         return And(source, replicas, reads)
