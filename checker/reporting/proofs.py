@@ -67,11 +67,15 @@ def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str,
         "others": [c.source for c in result.others] if result.proves
         else [c.source for c in result.survivors],
         "spec_lemmas_used": result.spec_lemmas_used,
-        "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}
+        "spec_lemmas_dropped": result.spec_lemmas_dropped, "unknown": result.unknown,
+        "stats": result.stats}
 
 
 def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
     """The lemmas as spec source on stdout, under comments saying what they prove."""
+    if result.unknown:
+        _print_stopped(result)
+        return
     if spec_lemmas and result.proves and not result.candidates:
         click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
                    f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
@@ -97,3 +101,13 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
         click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
                    f"; not inductive with the rest: "
                    f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
+
+
+def _print_stopped(result: InferResult) -> None:
+    """A search the timeout stopped: why, and the inductive lemmas it had, if any."""
+    click.echo(f"# inconclusive: {result.unknown}; nothing is proved")
+    if not result.houdini_rounds:
+        return
+    click.echo(f"# {len(result.survivors):,} lemmas are inductive after {result.houdini_rounds} "
+               f"Houdini rounds (whether they prove the invariants is not known):\n")
+    click.echo(as_source(result.survivors), nl=False)
