@@ -51,7 +51,7 @@ PROOFS = [  # (model, overrides, use the model's [proof.params])
     ("tracker_small", {}, False),
     ("tracker_small", {}, True),
     ("tracker_small", {"requests": "8", "max_now": "1000000", "max_ts": "32"}, True),
-    # the single-range log-driven core (spec/log_driven/lemmas.py)
+    # the single-range log-driven core (spec/log_driven/lemmas/core.py)
     ("log_driven_tiny", {}, False),
     ("log_driven_core", {"writes": "3"}, True),
     ("log_driven_core", {"writes": "3", "duplicate": "true"}, True),

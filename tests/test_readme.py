@@ -180,11 +180,11 @@ def test_the_readme_figures_are_the_tools() -> None:
     assert (f"`ctmc gate` runs the {len(files)} models in `models/`; the tests run "
             f"{len(files) - len(orbits_only)} of them, all but the {len(orbits_only)} "
             "searched under symmetry only") in text
-    words = {6: "six", 11: "eleven"}
+    words = {6: "six", 12: "twelve"}
     tracker = build_machine(small)
     core = build_machine(load_model("log_driven_core"))
     assert f"`spec/tracker.py` has the {words[len(tracker.lemmas)]} lemmas" in text
-    assert f"`spec/log_driven/lemmas.py` has the {words[len(core.lemmas)]} that make" in text
+    assert f"the {words[len(core.lemmas)]} in `core.py` make the single-range" in text
     proof = small.proof["params"]
     assert (f"proves them with {proof['requests']} requests and a clock up to "
             f"{proof['max_now']:,}") in text

@@ -82,11 +82,11 @@ def test_the_close_that_covers_a_reproposal_carries_its_new_lai():
     assert moved["wleft"][0] and (moved["left_ref"], moved["right_ref"]) == (1, 0)
     assert moved["mpt_closed"] == 1 and moved["mpt_next"] == 2
     blocked = s[12]
-    assert (blocked["mpt_closed"], blocked["ct_seq"]) == (1, 0)  # w1 (at 3) is on the left
+    assert (blocked["mpt_closed"], blocked["ct_seq"][1]) == (1, 0)  # w1 (at 3) is on the left
     released = s[13]
     assert released["left_mlai"] == [3] and released["left_ref"] == 0
     emitted = s[-1]
-    assert (emitted["mpt_closed"], emitted["ct_seq"]) == (2, 1)
+    assert (emitted["mpt_closed"], emitted["ct_seq"][1]) == (2, 1)
     assert emitted["msg_mlai"][1] == [3]
 
 

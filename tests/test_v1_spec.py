@@ -33,14 +33,14 @@ def test_mpt_walk_through():
     assert (tracked["right_ref"], tracked["left_ref"], tracked["wts"][0]) == (1, 0, 2)
     rotated = s[3]  # seq 0: the full update, sent while w1 is still evaluating
     assert (rotated["left_ref"], rotated["right_ref"], rotated["mpt_closed"]) == (1, 0, 1)
-    assert rotated["ct_seq"] == 0 and rotated["wleft"][0]
+    assert rotated["ct_seq"][1] == 0 and rotated["wleft"][0]
     assert s[4]["wts"][1] > s[4]["mpt_next"]  # w2 is forced above next, on the right
     blocked = s[6]
-    assert (blocked["ct_seq"], blocked["mpt_closed"], blocked["left_ref"]) == (0, 1, 1)
+    assert (blocked["ct_seq"][1], blocked["mpt_closed"], blocked["left_ref"]) == (0, 1, 1)
     released = s[7]
     assert (released["left_ref"], released["left_mlai"]) == (0, [1])
     emitted = s[9]
-    assert emitted["ct_seq"] == 1 and emitted["msg_mlai"][1] == [1]
+    assert emitted["ct_seq"][1] == 1 and emitted["msg_mlai"][1] == [1]
     assert (emitted["left_ref"], emitted["right_ref"]) == (1, 0)  # w2 moved left
 
 
@@ -51,8 +51,9 @@ def test_receiver_gap_discards_map_and_asks_for_a_full_update():
     assert (after_full["rc_epoch"][1], after_full["rc_seq"][1], after_full["rc_mlai"][1]) == \
         (1, 0, [0])
     after_gap = s[9]
-    assert after_gap["rc_seq"][1] == 2 and after_gap["rc_mlai"][1] == [-1]
-    assert after_gap["full_next"]
+    # the receiver waits for the full update it asked for (the sender starts over at 0)
+    assert after_gap["rc_seq"][1] == -1 and after_gap["rc_mlai"][1] == [-1]
+    assert after_gap["full_next"][1]
 
 
 def test_no_gap_reset_keeps_the_map():
@@ -65,9 +66,9 @@ def test_newer_epoch_resets_and_expects_a_full_update():
     params = {**SMALL, "failures": True}
     s = play(params, ["tick()", "close()", "deliver(n=1)", "expire()", "restart()", "tick()",
                       "close()", "tick()", "close()", "deliver(n=1)"])
-    assert s[5]["full_next"] and s[5]["epoch"][0] == 2  # a restarted sender starts at 0
-    assert s[7]["ct_seq"] == 0 and s[7]["ct_epoch"] == 1  # the old epoch's left: not sent
-    assert s[9]["ct_seq"] == 0 and s[9]["ct_epoch"] == 2
+    assert s[5]["full_next"][1] and s[5]["epoch"][0] == 2  # a restarted sender starts at 0
+    assert s[7]["ct_seq"][1] == 0 and s[7]["ct_epoch"] == 1  # the old epoch's left: not sent
+    assert s[9]["ct_seq"][1] == 0 and s[9]["ct_epoch"] == 2
     last = s[-1]
     # n1's lease belonged to epoch 1, so the new epoch's full update has no MLAI for r1
     assert (last["rc_epoch"][1], last["rc_seq"][1], last["rc_mlai"][1]) == (2, 0, [-1])

@@ -18,6 +18,7 @@ RFC sections to components, invariants and models):
                   (Subsume's closed ts; a subsumed range's unreachable MLAI)
 - `window.py`     time passing; for liveness models, renumbering time, LAIs and
                   sequence numbers so behaviours can go on forever
+- `lemmas.py`     facts that make the properties inductive (`ctmc prove`)
 - `narration.py`  how a trace reads in protocol words
 
 Shared with the log-driven spec (`spec/log_driven/`), unchanged: the Raft log and
@@ -32,6 +33,7 @@ from checker.errors import ModelError
 from checker.lang import And, Int, Spec
 from spec.follower_reads_2018 import (
     epochs,
+    lemmas,
     reads,
     reproposals,
     structure,
@@ -90,6 +92,13 @@ for _name, _doc in {
                            "writes (found by this model; the safe start is just below it).",
     "SubsumedKeepsEmitting": "M33 (#44878). A subsumed range keeps publishing its real LAI "
                              "instead of LAI + 1, so followers use newer closed ts.",
+    "SharedSequence": "Finding: n1 numbers its updates once for all peers, so a full "
+                      "update one peer asks for restarts the numbers every peer sees; a "
+                      "peer that missed the new run's first updates takes a later one as "
+                      "the successor of the old run's.",
+    "ResumeAfterGap": "Finding: after a gap the receiver keeps the gap's sequence number "
+                      "and resumes from it, instead of waiting for the full update it "
+                      "asked for; the sender's new run may reach that number again.",
     "ReproposeBypassesMPT": "#42821 (before #42939). A write rejected for its LAI is "
                             "proposed again with a new LAI without going through the MPT: "
                             "never tracked, never released, never giving up.",
@@ -160,6 +169,7 @@ def _build(m, p):
     reads.add(m, ctx, v)
     follower_reads.add(m, p, ctx)
     window.add(m, ctx, v)
+    lemmas.add(m, p, ctx, v)
     # write and read slots are interchangeable as in the log-driven spec, with the
     # 2018 design's own per-write state (its MPT's tracking, the epoch it tracked under)
     symmetry.add(m, ctx, {"wepoch": 0, "worigin": 0, "wmpt": 0, "wleft": 0})

@@ -57,12 +57,14 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1, holders: list[int]) -> None:
                    lambda s, x, e=e: s.emitted_hi.__setitem__(e, x),
                    lambda s, e=e: s.emitted_hi[e] >= 0)
 
-    def on_close(s: Any, ok: Any, closed: Any, sent: list[Any]) -> None:
+    def on_close(s: Any, ok: Any, closed: Any, sent: list[list[Any]]) -> None:
+        """`sent`: the MLAIs each peer's update carries (a full update to one peer
+        carries more than a delta to another)."""
         e = s.epoch[ORIGIN]
         s.emitted_hi[e] = If(ok, Max(s.emitted_hi[e], closed), s.emitted_hi[e])
         for j in range(2, S + 1):
-            s.lcovered[j] = Or(s.lcovered[j], And(ok, e == s.lepoch[0][j - 1], sent[0] != -1,
-                                                  sent[0] >= s.llai[0][j]))
+            s.lcovered[j] = Or(s.lcovered[j], And(ok, e == s.lepoch[0][j - 1], *[
+                And(mlai[0] != -1, mlai[0] >= s.llai[0][j]) for mlai in sent]))
 
     v.on_close.append(on_close)
 
@@ -86,7 +88,8 @@ def add(m: Any, p: Any, ctx: Ctx, v: V1, holders: list[int]) -> None:
             require(And(Not(s.live), s.epoch[ORIGIN] < E))
             s.epoch[ORIGIN] = s.epoch[ORIGIN] + 1
             s.live = True
-            s.full_next = True  # a restarted sender starts over at sequence 0
+            for n in range(1, N):  # a restarted sender starts over at sequence 0
+                s.full_next[n] = True
 
     def new_lease(s: Any, x: int, start: Any, kind: Any) -> Any:
         j = s.lcount[0] + 1

@@ -21,6 +21,14 @@ def _mlais(values: list[int]) -> str:
     return "{" + ", ".join(shown) + "}"
 
 
+def _seqs(state: dict) -> str:
+    """n1's last sequence number to each peer (one number when they agree)."""
+    seqs = state["ct_seq"][1:]
+    if len(set(seqs)) == 1:
+        return f"seq {seqs[0]}" + (" (full update)" if seqs[0] == 0 else "")
+    return "seq " + ", ".join(f"{x} to {node_name(n + 1)}" for n, x in enumerate(seqs))
+
+
 def _mpt(state: dict) -> str:
     return (f"MPT closed {state['mpt_closed']} next {state['mpt_next']} "
             f"| @{_mlais(state['left_mlai'])} #{state['left_ref']} "
@@ -50,10 +58,9 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
     if action == "close":
         if after["ct_seq"] == before["ct_seq"] and after["ct_closed"] == before["ct_closed"]:
             return f"n1 tries to close {before['mpt_next']}: nothing sent; {_mpt(after)}"
-        full = " (full update)" if after["ct_seq"] == 0 else ""
+        mlais = {_mlais(x) for x in after["msg_mlai"][1:]}
         return (f"n1 closes {after['ct_closed']} in epoch {after['ct_epoch']} and sends "
-                f"seq {after['ct_seq']}{full} with MLAIs {_mlais(after['msg_mlai'][-1])}; "
-                f"{_mpt(after)}")
+                f"{_seqs(after)} with MLAIs {' / '.join(sorted(mlais))}; {_mpt(after)}")
     if action == "lose":
         return f"the update on its way to {node_name(n)} is lost"
     if action == "deliver":
@@ -61,8 +68,8 @@ def narrate(action: str, params: dict[str, Any], before: dict, after: dict) -> s
                 f"{before['msg_seq'][n]}, closed {before['msg_closed'][n]}): its state is "
                 f"epoch {after['rc_epoch'][n]}, seq {_v(after['rc_seq'][n])}, closed "
                 f"{_v(after['rc_closed'][n])}, MLAIs {_mlais(after['rc_mlai'][n])}"
-                + ("; it asks n1 for a full update" if after["full_next"]
-                   and not before["full_next"] else ""))
+                + ("; it asks n1 for a full update" if after["full_next"] !=
+                   before["full_next"] else ""))
     if action == "request_mlai":
         return f"{node_name(n)} has no MLAI for the range and asks n1 for one"
     if action == "refresh":

@@ -6,18 +6,25 @@ An update is `(epoch, closed ts, sequence number, MLAI delta)`. n1 closes
 periodically (`Close(now - target, epoch)`) while live, and sends each successful
 close to every other node. Each node has a one-message channel from n1: messages
 arrive in order, and a message not yet delivered is lost when the next one is sent
-or when the network drops it. A receiver keeps, for n1, one `(epoch, seq, closed,
-MLAI map)` state: a newer epoch discards the state; an older one is ignored; a
-sequence gap discards the map and asks n1 for a full update (sequence 0, with an
-MLAI for every range whose lease n1 holds). MLAIs merge by maximum ("the client tracks
+or when the network drops it. n1 numbers its updates per peer (one stream per peer,
+as in the implementation): the RFC's "the recipient notifies the sender and it resets
+its sequence number to zero" then restarts that peer's numbers only. A receiver keeps,
+for n1, one `(epoch, seq, closed, MLAI map)` state: a newer epoch discards the state;
+an older one is ignored; a sequence gap discards the map and asks n1 for a full
+update (sequence 0, with an MLAI for every range whose lease n1 holds), which the
+receiver then waits for: the sender starts over at 0, so its later numbers may
+repeat the one that showed the gap. Both choices are findings of this model (see
+`spec/README.md`): SharedSequence (one numbering for all peers) and ResumeAfterGap
+(resuming from the gap's number) each let a receiver take an update from a new run
+as the successor of one from an older run. MLAIs merge by maximum ("the client tracks
 the maximum seen", the MPT walk-through), and only over a gap-free sequence that
 starts with a full update: a delta alone is not enough, because an MLAI sent later
 can be lower than one sent earlier (the walk-through's left @14, right @13). A
 receiver missing a range's MLAI may ask for it; n1 then feeds the MPT that range's
 LAI (the RFC's second strategy).
 
-Ghosts: `cum` is n1's running maximum of the MLAIs it sent since its last full update
-in its current epoch, sent along with each message and kept by the receiver
+Ghosts: `cum[n]` is n1's running maximum of the MLAIs it sent peer n since its last
+full update to n in its current epoch, sent along with each message and kept by the receiver
 (`rc_cum`); `emitted_hi` (epochs.py) is the highest closed ts n1 ever sent.
 """
 
@@ -33,16 +40,26 @@ from spec.log_driven.parts import WPhase
 
 def add(m: Any, ctx: Any, v: V1) -> None:
     N, R, E, Q = v.nodes, v.ranges, v.epochs, v.max_seq
+    shared = v.mutated("SharedSequence")
+
+    def peer(n: int) -> int:
+        """Whose sequence number, full-update flag and ghost `cum` n1 uses for peer n:
+        its own (one stream per peer), or peer 1's for all (SharedSequence)."""
+        return 1 if shared else n
+
     ts_hi, lai = v.max_ts + 1, Int(NONE, v.lai_hi + 1)  # LAI + 1: a subsumed range
-    m.var("ct_seq", Int(NONE, Q), init=NONE, doc="n1: sequence number of its last update")
+    m.var("ct_seq", Array(Int(NONE, Q), N), init=NONE,
+          doc="n1: sequence number of its last update to each peer")
     m.var("ct_closed", Int(NONE, ts_hi), init=NONE, doc="n1: closed ts of its last update")
     m.var("ct_epoch", Int(0, E), init=0, doc="n1: epoch of its last update (0: none)")
-    m.var("full_next", Bool(), init=True, doc="n1: the next update is a full one (seq 0)")
+    m.var("full_next", Array(Bool(), N), init=True,
+          doc="n1: its next update to each peer is a full one (seq 0)")
     m.var("ct_sent", Bool(), init=False,
           doc="n1: flips with every update it sends (so a property can see the event)")
     m.var("requested", Array(Bool(), R), init=False, doc="n1: a receiver asked for an MLAI")
-    m.var("cum", Array(lai, R), init=NONE, ghost=True,
-          doc="n1: highest MLAI sent per range in its current epoch")
+    m.var("cum", Array(Array(lai, R), N), init=NONE, ghost=True,
+          doc="n1: highest MLAI sent to each peer per range since its last full update to "
+              "it in its current epoch")
     m.var("msg", Array(Bool(), N), init=False, doc="an update from n1 is on its way")
     m.var("msg_epoch", Array(Int(0, E), N), init=0, doc="its epoch")
     m.var("msg_closed", Array(Int(NONE, ts_hi), N), init=NONE, doc="its closed ts")
@@ -72,31 +89,35 @@ def add(m: Any, ctx: Any, v: V1) -> None:
         epoch = s.epoch[ORIGIN]
         closed = s.mpt_next
         ok, delta = mpt.close(s, v, s.now - v.target, epoch, v.writes)
-        full = s.full_next
-        seq = If(full, 0, s.ct_seq + 1)
-        require(Implies(ok, seq <= Q))
-        # seq 0 carries an MLAI for every range whose lease n1 holds ("Initial catch-up")
-        sent = [If(And(full, holds_lease(s, r, ORIGIN)),
-                   Max(delta[r], publish(s, v, r, s.assigned_lai[r])), delta[r])
-                for r in range(R)]
-        restart = Or(full, s.ct_epoch != epoch)  # cum: since the last full update, per epoch
-        for r in range(R):
-            s.cum[r] = If(ok, Max(If(restart, NONE, s.cum[r]), sent[r]), s.cum[r])
-        s.ct_seq = If(ok, seq, s.ct_seq)
+        sent, cum = {}, {}
+        for p in sorted({peer(n) for n in range(1, N)}):
+            full = s.full_next[p]
+            seq = If(full, 0, s.ct_seq[p] + 1)
+            require(Implies(ok, seq <= Q))
+            # seq 0 carries an MLAI for every range whose lease n1 holds ("Initial catch-up")
+            sent[p] = [If(And(full, holds_lease(s, r, ORIGIN)),
+                          Max(delta[r], publish(s, v, r, s.assigned_lai[r])), delta[r])
+                       for r in range(R)]
+            restart = Or(full, s.ct_epoch != epoch)  # cum: since the last full update
+            for r in range(R):
+                s.cum[p][r] = If(ok, Max(If(restart, NONE, s.cum[p][r]), sent[p][r]),
+                                 s.cum[p][r])
+            cum[p] = [s.cum[p][r] for r in range(R)]
+            s.ct_seq[p] = If(ok, seq, s.ct_seq[p])
+            s.full_next[p] = If(ok, False, s.full_next[p])
         s.ct_closed = If(ok, closed, s.ct_closed)
         s.ct_epoch = If(ok, epoch, s.ct_epoch)
-        s.full_next = If(ok, False, s.full_next)
         s.ct_sent = If(ok, Not(s.ct_sent), s.ct_sent)
         for n in range(1, N):
             s.msg[n] = Or(s.msg[n], ok)
             s.msg_epoch[n] = If(ok, epoch, s.msg_epoch[n])
             s.msg_closed[n] = If(ok, closed, s.msg_closed[n])
-            s.msg_seq[n] = If(ok, seq, s.msg_seq[n])
+            s.msg_seq[n] = If(ok, s.ct_seq[peer(n)], s.msg_seq[n])
             for r in range(R):
-                s.msg_mlai[n][r] = If(ok, sent[r], s.msg_mlai[n][r])
-                s.msg_cum[n][r] = If(ok, s.cum[r], s.msg_cum[n][r])
+                s.msg_mlai[n][r] = If(ok, sent[peer(n)][r], s.msg_mlai[n][r])
+                s.msg_cum[n][r] = If(ok, cum[peer(n)][r], s.msg_cum[n][r])
         for hook in v.on_close:
-            hook(s, ok, closed, sent)
+            hook(s, ok, closed, [sent[peer(n)] for n in range(1, N)])
 
     if v.losses:
         @m.action(n=range(1, N))
@@ -106,6 +127,7 @@ def add(m: Any, ctx: Any, v: V1) -> None:
             s.msg[n] = False
 
     ignore_epoch, no_gap_reset = v.mutated("IgnoreEpoch"), v.mutated("NoGapReset")
+    resume_after_gap = v.mutated("ResumeAfterGap")
 
     @m.action(n=range(1, N))
     def deliver(s, n):
@@ -138,10 +160,13 @@ def add(m: Any, ctx: Any, v: V1) -> None:
             s.rc_prev_closed[n] = If(Or(*raised), If(reset, NONE, s.rc_closed[n]),
                                      s.rc_prev_closed[n])
         s.rc_epoch[n] = If(apply, e, s.rc_epoch[n])
-        s.rc_seq[n] = If(apply, s.msg_seq[n], s.rc_seq[n])
+        # after a gap the receiver waits for the full update (seq 0) it asked for: the
+        # sender starts over at 0, so a later number may repeat one it already used
+        s.rc_seq[n] = If(apply, s.msg_seq[n] if resume_after_gap
+                         else If(gap, NONE, s.msg_seq[n]), s.rc_seq[n])
         s.rc_closed[n] = If(apply, s.msg_closed[n], s.rc_closed[n])
         # "the recipient notifies the sender and it resets its sequence number to zero"
-        s.full_next = Or(s.full_next, gap)
+        s.full_next[peer(n)] = Or(s.full_next[peer(n)], gap)
 
     if v.mlai_requests:
         @m.action(n=range(1, N), r=range(R))
@@ -208,12 +233,14 @@ def _register(v: V1) -> None:
     N, R = v.nodes, v.ranges
     v.register("ts", lambda s: s.ct_closed, lambda s, x: setattr(s, "ct_closed", x),
                lambda s: s.ct_closed != NONE)
-    v.register("seq", lambda s: s.ct_seq, lambda s, x: setattr(s, "ct_seq", x),
-               lambda s: s.ct_seq != NONE)
-    for r in range(R):
-        v.register("lai", lambda s, r=r: s.cum[r], lambda s, x, r=r: s.cum.__setitem__(r, x),
-                   lambda s, r=r: s.cum[r] != NONE)
     for n in range(1, N):
+        v.register("seq", lambda s, n=n: s.ct_seq[n],
+                   lambda s, x, n=n: s.ct_seq.__setitem__(n, x),
+                   lambda s, n=n: s.ct_seq[n] != NONE)
+        for r in range(R):
+            v.register("lai", lambda s, n=n, r=r: s.cum[n][r],
+                       lambda s, x, n=n, r=r: s.cum[n].__setitem__(r, x),
+                       lambda s, n=n, r=r: s.cum[n][r] != NONE)
         for name, dim in (("msg_closed", "ts"), ("rc_closed", "ts"), ("msg_seq", "seq"),
                           ("rc_seq", "seq")):
             v.register(dim, lambda s, name=name, n=n: getattr(s, name)[n],

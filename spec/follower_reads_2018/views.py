@@ -63,8 +63,9 @@ def tables(s: dict) -> dict[str, list[Table]]:
                   f"#{s['right_ref']} {_mlais(s['right_mlai'])} e{s['right_epoch']}"]]))
             lane.append(Table.of(
                 "last update sent", ["epoch", "seq", "closed", "next is full"],
-                [[_v(s["ct_epoch"]) if s["ct_epoch"] else "-", _v(s["ct_seq"]),
-                  _v(s["ct_closed"]), "yes" if s["full_next"] else "no"]]))
+                [[_v(s["ct_epoch"]) if s["ct_epoch"] else "-",
+                  " ".join(_v(x) for x in s["ct_seq"][1:]), _v(s["ct_closed"]),
+                  " ".join("yes" if x else "no" for x in s["full_next"][1:])]]))
         else:
             lane.append(Table.of(
                 "receiver (n1's updates)", ["epoch", "seq", "closed", "MLAIs"],
@@ -100,7 +101,8 @@ def events(step: Step) -> list[Event]:
     if a == "close":
         if after["ct_seq"] == before["ct_seq"] and after["ct_closed"] == before["ct_closed"]:
             return [Event("n1", "close: nothing sent")]
-        return [Event("n1", f"update e{after['ct_epoch']} #{after['ct_seq']}: closed "
+        seqs = "/".join(_v(x) for x in after["ct_seq"][1:])
+        return [Event("n1", f"update e{after['ct_epoch']} #{seqs}: closed "
                             f"{after['ct_closed']}", others)]
     if a == "deliver":
         return [Event(node_name(p["n"]), f"takes update #{_v(before['msg_seq'][p['n']])}")]

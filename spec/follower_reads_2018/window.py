@@ -61,7 +61,7 @@ def add(m: Any, ctx: Ctx, v: V1) -> None:
         """Every live LAI (or sequence number) moves down by one, so the leaseholder
         (or n1's sender) can go on: the differences are all that matter."""
         lai_full = s.assigned_lai[0] == v.lai_hi
-        seq_full = s.ct_seq == v.max_seq
+        seq_full = Or(*[s.ct_seq[n] == v.max_seq for n in range(1, N)])
         lai = And(lai_full, _all_positive(s, v.locs["lai"]))
         seq = And(seq_full, _all_positive(s, v.locs["seq"]))
         require(Or(lai, seq))

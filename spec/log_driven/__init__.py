@@ -17,7 +17,7 @@ sections to components, invariants and models):
 - `side_access.py`   each replica's side-transport closed ts (cur, next)
 - `restarts.py`      a restart of the side-transport sender
 - `splits.py`, `merges.py` a second range, created by a split, merged away, or both
-- `lemmas.py`        the single-range core's inductive strengthening, for `ctmc prove`
+- `lemmas/`          inductive strengthenings by mechanism, for `ctmc prove`
 - `narration.py`     how a trace reads in protocol words
 - `views.py`         how a state reads per node, and the events between nodes
 """

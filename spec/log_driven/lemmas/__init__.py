@@ -1,0 +1,22 @@
+"""Lemmas that make the log-driven spec's properties inductive, for `ctmc prove`.
+
+Each module states the facts one mechanism's rules make true, next to the rules they
+describe, and registers them only for the configurations they are about; BFS checks
+every registered lemma as an invariant on every model, so a false lemma fails a holds
+model, not only a proof (`spec/README.md`, "Proofs"):
+
+- `core.py`        one range, one proposer: the buffer, LAIs and closed ts handed out at
+                   flush, the Raft log (with reproposals: one entry per attempt),
+                   acceptance, replicas, claims and follower reads
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.log_driven.lemmas import core
+from spec.log_driven.parts import Ctx
+
+
+def add(m: Any, p: Any, ctx: Ctx) -> None:
+    core.add(m, p, ctx)
