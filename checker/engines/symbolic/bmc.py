@@ -50,12 +50,13 @@ def bmc(machine: Machine, options: BmcOptions, deadline: Deadline | None = None)
     """Search for a violation at depths 0..options.depth; see the module docstring.
     `deadline` (a proof's, when this is its base case) replaces options.timeout."""
     refuse_unchecked(machine, ENGINE)
-    deadline = deadline or Deadline(options.timeout)
+    deadline = deadline or Deadline(options.timeout, options.started)
     started = time.perf_counter()
     per_depth: list[dict] = []
     phase = "building the initial states"
     try:
-        u = Unrolling(machine)
+        deadline.check(phase)
+        u = Unrolling(machine, deadline=deadline)
         solver = new_solver()
         solver.add(u.init(0), u.enc.domain(u.state(0)))
         for k in range(options.depth + 1):

@@ -28,13 +28,15 @@ class OutOfTime(Exception):
 
 
 class Deadline:
-    """`seconds` from now (None: no limit)."""
+    """`seconds` after `started` (a `time.perf_counter()`; default now), or no limit
+    (None). A command passes its own start, so loading the model counts too."""
 
-    def __init__(self, seconds: float | None):
+    def __init__(self, seconds: float | None, started: float | None = None):
         self.seconds = seconds
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() if started is None else started
         self._at = None if seconds is None else self.started + seconds
         self.ran_out = False  # an OutOfTime was raised: whatever stopped, stopped for time
+        self.phase = "the start"  # the last phase named, for checks that name none
 
     def left(self) -> float | None:
         """Seconds left (0 or less once passed); None without a limit."""
@@ -47,16 +49,20 @@ class Deadline:
         left = self.left()
         return left is not None and left <= 0
 
-    def check(self, phase: str) -> None:
-        """Raise OutOfTime if the limit has passed."""
+    def check(self, phase: str | None = None) -> None:
+        """Raise OutOfTime if the limit has passed. Without `phase`, the time is charged
+        to the last phase named (formula building deep in an encoding asks this way)."""
+        if phase is not None:
+            self.phase = phase
         if self.expired():
-            raise self._out(phase)
+            raise self._out(self.phase)
 
     def solve(self, solver: z3.Solver, phase: str,
               *assumptions: z3.BoolRef) -> z3.CheckSatResult:
         """`solver.check(*assumptions)` within what is left; OutOfTime if nothing is left
         before it or Z3 gave up because its timer fired. Another `unknown` (an
         incomplete theory, say) is returned for the caller to word."""
+        self.phase = phase
         left = self.left()
         if left is not None and left <= 0:
             raise self._out(phase)

@@ -69,7 +69,7 @@ def prove(machine: Machine, options: ProveOptions,
     """Base case by BMC, then the inductive step; see the module docstring. `deadline`
     (infer's, when it proves) replaces options.timeout."""
     refuse_unchecked(machine, ENGINE)
-    deadline = deadline or Deadline(options.timeout)
+    deadline = deadline or Deadline(options.timeout, options.started)
     k = options.k
     say = options.progress or (lambda line: None)
     stats: dict = {"k": k}
@@ -129,7 +129,7 @@ class _Step:
     def __init__(self, machine: Machine, k: int, deadlock: bool, deadline: Deadline):
         self.machine, self.k, self.deadlock = machine, k, deadlock
         self.deadline = deadline
-        self.u = u = Unrolling(machine)
+        self.u = u = Unrolling(machine, deadline=deadline)
         self.solver = s = new_solver()
         s.set("core.minimize", True)
         self.lits = {p.name: z3.Bool(f"lemma:{p.name}") for p in machine.lemmas}

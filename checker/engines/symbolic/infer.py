@@ -62,7 +62,8 @@ class InferOptions:
     walks: int = 2000
     walk_steps: int = 60
     seed: int = 0
-    timeout: float | None = None
+    timeout: float | None = None  # seconds for the whole search; None: no limit
+    started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None
     spec_lemmas: bool = False  # start Houdini from the spec's own lemmas too
 
@@ -83,6 +84,8 @@ class InferResult:
     spec_lemmas_used: list[str] = field(default_factory=list)  # with spec_lemmas
     spec_lemmas_dropped: list[str] = field(default_factory=list)  # not inductive with the rest
     unknown: str | None = None  # why the search stopped before its end (the timeout)
+    alive_note: str = ""  # when stopped: what is known of `survivors`, the candidates alive
+    unfiltered: bool = False  # stopped in the reachable-state filter: `survivors` is raw
     stats: dict = field(default_factory=dict)
 
 
@@ -138,10 +141,13 @@ def candidates(machine: Machine) -> list[Candidate]:
 # --- filtering by reachable states ---------------------------------------------------
 
 class _Filter:
-    """Candidates still true in every state seen so far."""
+    """Candidates still true in every state seen so far. Compiling and judging a group
+    of candidates is the unit of work the deadline interrupts."""
 
-    def __init__(self, machine: Machine, cands: list[Candidate]):
+    def __init__(self, machine: Machine, cands: list[Candidate],
+                 deadline: Deadline | None = None):
         self.cands = cands
+        self.deadline = deadline or Deadline(None)
         self.alive = np.ones(len(cands), dtype=bool)
         self.groups = [list(range(lo, min(lo + GROUP, len(cands))))
                        for lo in range(0, len(cands), GROUP)]
@@ -157,6 +163,7 @@ class _Filter:
             live = [i for i in members if self.alive[i]]
             if not live:
                 continue
+            self.deadline.check()
             fn = self._fns.get(g)
             if fn is None:
                 exprs = [self.cands[i].expr for i in members]
@@ -174,6 +181,22 @@ class _Filter:
         return self.see(slot_reader(rows, self._bools, np.dtype(np.int64)), len(rows))
 
 
+class FilterStopped(OutOfTime):
+    """The deadline passed in the reachable-state filter: `alive` hold in the states seen."""
+
+    def __init__(self, phase: str, alive: list[Candidate], states: int):
+        super().__init__(phase)
+        self.alive, self.states = alive, states
+
+
+class HoudiniStopped(OutOfTime):
+    """The deadline passed in Houdini round `rounds + 1`: `alive` (names) still stand."""
+
+    def __init__(self, phase: str, alive: list[str], rounds: int):
+        super().__init__(phase)
+        self.alive, self.rounds = alive, rounds
+
+
 @dataclass
 class Reachable:
     """The template candidates that hold in every state seen."""
@@ -187,11 +210,24 @@ class Reachable:
 def reachable_candidates(machine: Machine, options: InferOptions,
                          deadline: Deadline | None = None) -> Reachable:
     """Template candidates, minus those some reachable state falsifies: every BFS
-    level, or seeded random walks when there are more than `max_states` states."""
-    deadline = deadline or Deadline(options.timeout)
-    say = options.progress or (lambda line: None)
+    level, or seeded random walks when there are more than `max_states` states. Raises
+    FilterStopped when the deadline passes."""
+    deadline = deadline or Deadline(options.timeout, options.started)
+    deadline.check(FILTER_PHASE)
     cands = candidates(machine)
-    filt = _Filter(machine, cands)
+    filt = _Filter(machine, cands, deadline)
+    try:
+        return _filter(machine, options, deadline, cands, filt)
+    except FilterStopped:
+        raise
+    except OutOfTime as out:
+        raise FilterStopped(out.phase, [c for c, a in zip(cands, filt.alive, strict=True) if a],
+                            filt.states) from None
+
+
+def _filter(machine: Machine, options: InferOptions, deadline: Deadline,
+            cands: list[Candidate], filt: _Filter) -> Reachable:
+    say = options.progress or (lambda line: None)
     say(f"{len(cands):,} candidates from templates")
 
     class _TooBig(Exception):
@@ -214,10 +250,13 @@ def reachable_candidates(machine: Machine, options: InferOptions,
                                f"(see `ctmc check`); lemmas are inferred for models that hold")
     except _TooBig:
         sampled = True
-        filt = _Filter(machine, cands)
+        filt = _Filter(machine, cands, deadline)
         say(f"more than {options.max_states:,} reachable states: {options.walks:,} random "
             "walks instead")
-        filt.see_rows(_walk_states(machine, options, deadline))
+        try:
+            filt.see_rows(_walk_states(machine, options, deadline))
+        except OutOfTime as out:  # no walk state judged yet: only the templates are known
+            raise FilterStopped(out.phase, list(cands), 0) from None
     say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
         f"{'sampled' if sampled else 'reachable'} states")
     kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
@@ -267,11 +306,11 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
     alive. Every state reachable from it then satisfies the greatest inductive
     subset, so whatever falls in any of them (up to `expand` states, run by the
     scalar backend and judged in NumPy batches) is dropped in the same round: the
-    result is the same fixpoint, in fewer solver calls. Raises OutOfTime when the
-    deadline passes."""
+    result is the same fixpoint, in fewer solver calls. Raises HoudiniStopped, with
+    the members still alive, when the deadline passes."""
     deadline = deadline or Deadline(None)
     deadline.check("Houdini")
-    u = Unrolling(machine)
+    u = Unrolling(machine, deadline=deadline)
     solver = new_solver()
     solver.add(u.admissible(0), u.step(0), u.enc.domain(u.state(1)))
     pool = machine.invariants + props
@@ -286,34 +325,38 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
     concrete = _Concrete(machine, pool)
     alive = list(steps) + list(pre)
     rounds = 0
-    while True:
-        rounds += 1
-        goal = z3.And(*[steps[n] for n in alive if n in steps],
-                      z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
-        solver.push()
-        solver.add(z3.Not(goal))
-        with Heartbeat(progress, f"houdini round {rounds:>3} | solving, {len(alive):,} alive"):
-            answer = deadline.solve(solver, f"Houdini round {rounds}",
-                                    *[lits[n] for n in alive if n in lits])
-        if answer == z3.unknown:
-            raise CheckerError(f"infer: the solver gave up during Houdini "
-                               f"({solver.reason_unknown()})")
-        if answer == z3.unsat:
+    try:
+        while True:
+            rounds += 1
+            goal = z3.And(*[steps[n] for n in alive if n in steps],
+                          z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
+            solver.push()
+            solver.add(z3.Not(goal))
+            with Heartbeat(progress, f"houdini round {rounds:>3} | solving, "
+                                     f"{len(alive):,} alive"):
+                answer = deadline.solve(solver, f"Houdini round {rounds}",
+                                        *[lits[n] for n in alive if n in lits])
+            if answer == z3.unknown:
+                raise CheckerError(f"infer: the solver gave up during Houdini "
+                                   f"({solver.reason_unknown()})")
+            if answer == z3.unsat:
+                solver.pop()
+                return set(alive), rounds
+            model = solver.model()
+            on = z3.is_true(model.eval(explored, model_completion=True))
+            fell = {n for n in alive if z3.is_false(model.eval(
+                steps[n] if n in steps else post[n], model_completion=True))
+                and (n in steps or on)}
             solver.pop()
-            return set(alive), rounds
-        model = solver.model()
-        on = z3.is_true(model.eval(explored, model_completion=True))
-        fell = {n for n in alive if z3.is_false(model.eval(
-            steps[n] if n in steps else post[n], model_completion=True))
-            and (n in steps or on)}
-        solver.pop()
-        start = u.decode(model, 0)[0]
-        fell |= concrete.falls_from(start, set(alive) - fell, expand, deadline)
-        alive = [n for n in alive if n not in fell]
-        if progress:
-            named = ", ".join(sorted(n for n in fell if not n.startswith("Inferred")))
-            progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | {len(alive):>5} "
-                     f"left" + (f" | fell: {named}" if named else ""))
+            start = u.decode(model, 0)[0]
+            fell |= concrete.falls_from(start, set(alive) - fell, expand, deadline)
+            alive = [n for n in alive if n not in fell]
+            if progress:
+                named = ", ".join(sorted(n for n in fell if not n.startswith("Inferred")))
+                progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | "
+                         f"{len(alive):>5} left" + (f" | fell: {named}" if named else ""))
+    except OutOfTime as out:  # what fell in the unfinished round has not been dropped
+        raise HoudiniStopped(out.phase, alive, rounds - 1) from None
 
 
 class _Concrete:
@@ -362,7 +405,7 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
     (one `Deadline`); running out leaves `unknown` set and `proves` False, with what
     was established by then: the Houdini survivors, once Houdini has finished."""
     refuse_unchecked(machine, "infer")
-    deadline = Deadline(options.timeout)
+    deadline = Deadline(options.timeout, options.started)
     out = InferResult(0, 0, [], 0, False, proves=False)
     try:
         _infer(machine, options, deadline, out)
@@ -384,18 +427,39 @@ def _infer(machine: Machine, options: InferOptions, deadline: Deadline,
             say("the spec's lemmas already prove every invariant")
             out.proves, out.spec_lemmas_used = True, enough.lemmas_used
             return
-    found = reachable_candidates(machine, options, deadline)
+    try:
+        found = reachable_candidates(machine, options, deadline)
+    except FilterStopped as stop:
+        out.survivors = stop.alive
+        out.alive_note = (f"true in the {stop.states:,} state{'s' if stop.states != 1 else ''}"
+                          f" seen so far (the filter had not finished), not yet checked for "
+                          f"induction")
+        out.unfiltered = True
+        raise
     out.candidates, out.after_states = found.total, len(found.kept)
     out.states, out.sampled = found.states, found.sampled
     kept = found.kept
     own = list(machine.lemmas) if options.spec_lemmas else []
     inferred = as_properties(kept)
     t0 = time.perf_counter()
-    alive, rounds = houdini(machine, own + inferred, deadline, options.progress)
+    try:
+        alive, rounds = houdini(machine, own + inferred, deadline, options.progress)
+    except HoudiniStopped as stop:
+        standing = set(stop.alive)
+        out.survivors = [c for p, c in zip(inferred, kept, strict=True) if p.name in standing]
+        out.alive_note = (f"true in every state seen and not yet dropped after "
+                          f"{stop.rounds} Houdini rounds; not known to be inductive")
+        raise
+    except OutOfTime:
+        out.survivors = kept
+        out.alive_note = "true in every state seen; Houdini had not yet started"
+        raise
     out.stats["houdini_seconds"] = round(time.perf_counter() - t0, 3)
     survivors = [(p, c) for p, c in zip(inferred, kept, strict=True) if p.name in alive]
     own_alive = [p for p in own if p.name in alive]
     out.survivors, out.houdini_rounds = [c for _, c in survivors], rounds
+    out.alive_note = (f"inductive after {rounds} Houdini rounds; whether they prove the "
+                      f"invariants is not known")
     out.dropped_invariants = [n for n in [p.name for p in machine.invariants
                                           + machine.step_invariants] + [NO_ERROR]
                               if n not in alive]
@@ -436,7 +500,7 @@ def drop_implied(machine: Machine, cands: list[tuple[Property, Candidate]],
         return []
     deadline = deadline or Deadline(None)
     deadline.check(PRUNE_PHASE)
-    u = Unrolling(machine)
+    u = Unrolling(machine, deadline=deadline)
     solver = new_solver()
     solver.add(u.enc.domain(u.state(0)), u.explored(0))
     for p in machine.invariants + facts:
@@ -471,7 +535,7 @@ def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
     removes a goal (it must be preserved), so a removal can make another one
     unnecessary: deletion passes repeat until none removes anything."""
     needed = list(core)
-    deadline = deadline or Deadline(options.timeout)
+    deadline = deadline or Deadline(options.timeout, options.started)
     say = options.progress or (lambda line: None)
     quiet = dataclasses.replace(options, progress=None)
     by_name = {p.name: p for p in lemmas}

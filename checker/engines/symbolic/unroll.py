@@ -104,8 +104,11 @@ class Bad:
 class Unrolling:
     """Z3 state vectors s0, s1, ... of one machine and the formulas over them."""
 
-    def __init__(self, machine: Machine, prefix: str = "s"):
+    def __init__(self, machine: Machine, prefix: str = "s", deadline: Deadline | None = None):
         self.machine = machine
+        # checked per action and per property while formulas are built: encoding a big
+        # machine takes seconds, and a timeout must not wait for all of it
+        self.deadline = deadline or Deadline(None)
         self.enc = Z3Encoder(machine)
         self.prefix = prefix
         self.states: list[list[z3.ExprRef]] = []
@@ -143,8 +146,11 @@ class Unrolling:
         prefixes of them."""
         if i not in self._transitions:
             before, after = self.state(i), self.state(i + 1)
-            self._transitions[i] = [self.enc.transition(a, before, after)
-                                    for a in self.machine.actions]
+            encoded = []
+            for a in self.machine.actions:
+                self.deadline.check()
+                encoded.append(self.enc.transition(a, before, after))
+            self._transitions[i] = encoded
         return z3.Or(self._transitions[i][:None if upto is None else upto + 1])
 
     def canonical(self, solver: z3.Solver, k: int, progress: Progress | None = None,
@@ -205,6 +211,7 @@ class Unrolling:
 
     def prop_holds(self, p: Property, i: int) -> z3.BoolRef:
         """Invariant or lemma `p` is defined and true in s_i."""
+        self.deadline.check()
         return self._holds(p.expr, self.state(i))
 
     def step_prop_holds(self, p: Property, i: int) -> z3.BoolRef:
@@ -217,6 +224,7 @@ class Unrolling:
         errs: list[z3.BoolRef] = []
         guards: list[z3.BoolRef] = []
         for a in self.machine.actions:
+            self.deadline.check()
             guard = self.enc.term(a.guard, s)
             guards.append(guard)
             gdef = E.defined(a.guard)
