@@ -672,11 +672,14 @@ def trace_check(file: str, limits: Limits) -> None:
 @click.option("--update-baselines", is_flag=True,
               help="Rewrite the expect.states (and expect.orbits) line of every model whose "
                    "outcome matched.")
+@click.option("--prove", is_flag=True,
+              help="Also prove, as `ctmc prove` does, every holds model with a [proof] table "
+                   "and every model with expect.proof; a lost proof is a surprise.")
 @_workers_option
 @_models_dir_option
 @click.pass_obj
 def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
-         trace_dir: Path, html_dir: Path | None, update_baselines: bool,
+         trace_dir: Path, html_dir: Path | None, update_baselines: bool, prove: bool,
          workers: int | None) -> int:
     """Run every model file (in DIR, default the models folder, or the FILES given) and
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
@@ -704,13 +707,14 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
 
     def done(i: int, n: int, r: GateResult) -> None:
         states = "" if r.states is None else f"{r.states:,} states, "
+        proof = "" if r.proof is None else f"proof {r.proof.outcome}, "
         click.echo(f"{model[0]} ... {'ok' if r.ok else 'SURPRISE: ' + r.reason} "
-                   f"({states}{r.seconds:.2f} s)", err=True)
+                   f"({states}{proof}{r.seconds:.2f} s)", err=True)
         if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
             click.echo(r.detail, err=True)
 
     report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress,
-                      workers or _usable_cores())
+                      workers or _usable_cores(), prove)
     if junit:
         write_junit(report, junit)
     index = None
