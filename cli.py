@@ -206,6 +206,12 @@ _timeout_option = click.option(
     "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
     callback=lambda ctx, param, value: _finite(param, value),
     help="Give up after SECONDS; the verdict is then inconclusive (exit 3), never holds.")
+# bmc, prove and infer: one deadline for the whole command (decision 0022)
+_deadline_option = click.option(
+    "--timeout", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+    callback=lambda ctx, param, value: _finite(param, value),
+    help="Wall-clock limit for the whole command, every solver call included; when it "
+         "passes, the verdict is inconclusive (exit 3), never holds or proved.")
 
 
 _workers_option = click.option(
@@ -390,12 +396,13 @@ def _load(args: RunArgs, proof: bool = False) -> tuple[Model, Machine]:
 @_run_options
 @click.option("--depth", type=click.IntRange(min=1), default=10, show_default=True,
               metavar="K", help="Look for violations on paths of at most K steps.")
-@_timeout_option
+@_deadline_option
 def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
     """Bounded model checking with Z3: a shortest path of at most K steps from an
     initial state to a violation, or none. Progress per depth on stderr."""
     from checker.run import BmcOptions, preflight, run
 
+    started = time.perf_counter()  # --timeout counts loading and encoding too
     _check_trace_out(args.trace_out)
     model, machine = _load(args)
     engine: dict[str, Any] = {
@@ -403,7 +410,7 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     options = BmcOptions(depth=depth, deadlock=engine["deadlock"], timeout=timeout,
-                         progress=args.progress)
+                         started=started, progress=args.progress)
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
@@ -418,7 +425,7 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
 @_run_options
 @click.option("--k", "k", type=click.IntRange(min=1), metavar="K",
               help="Induction depth  [default: the model's proof.k, else 1]")
-@_timeout_option
+@_deadline_option
 def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
     """Prove MODEL's invariants for every reachable state by k-induction with Z3, with
     the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
@@ -427,6 +434,7 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
     from checker.engines.symbolic.induction import prove
     from checker.run import ProveOptions, preflight
 
+    started = time.perf_counter()  # --timeout counts loading and encoding too
     _check_trace_out(args.trace_out)
     model, machine = _load(args, proof=True)
     engine: dict[str, Any] = {
@@ -435,7 +443,7 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
-                           progress=args.progress)
+                           started=started, progress=args.progress)
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
@@ -458,7 +466,7 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
 @click.option("--with-spec-lemmas", "spec_lemmas", is_flag=True,
               help="Keep the spec's own lemmas in the pool: propose only what they lack.")
-@_timeout_option
+@_deadline_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @_models_dir_option
@@ -472,11 +480,13 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
     from checker.engines.symbolic.infer import InferOptions, infer
 
+    started = time.perf_counter()  # --timeout counts loading and encoding too
     model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
                                    as_json, quiet))
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
-                                             timeout=timeout, spec_lemmas=spec_lemmas,
+                                             timeout=timeout, started=started,
+                                             spec_lemmas=spec_lemmas,
                                              progress=None if quiet else _progress))
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
@@ -662,11 +672,14 @@ def trace_check(file: str, limits: Limits) -> None:
 @click.option("--update-baselines", is_flag=True,
               help="Rewrite the expect.states (and expect.orbits) line of every model whose "
                    "outcome matched.")
+@click.option("--prove", is_flag=True,
+              help="Also prove, as `ctmc prove` does, every holds model with a [proof] table "
+                   "and every model with expect.proof; a lost proof is a surprise.")
 @_workers_option
 @_models_dir_option
 @click.pass_obj
 def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json: bool,
-         trace_dir: Path, html_dir: Path | None, update_baselines: bool,
+         trace_dir: Path, html_dir: Path | None, update_baselines: bool, prove: bool,
          workers: int | None) -> int:
     """Run every model file (in DIR, default the models folder, or the FILES given) and
     compare its outcome and state count with the file's expectation. For CI: exit 0 when
@@ -694,13 +707,14 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
 
     def done(i: int, n: int, r: GateResult) -> None:
         states = "" if r.states is None else f"{r.states:,} states, "
+        proof = "" if r.proof is None else f"proof {r.proof.outcome}, "
         click.echo(f"{model[0]} ... {'ok' if r.ok else 'SURPRISE: ' + r.reason} "
-                   f"({states}{r.seconds:.2f} s)", err=True)
+                   f"({states}{proof}{r.seconds:.2f} s)", err=True)
         if r.detail and os.environ.get("CTMC_DEBUG", "0") not in ("", "0"):
             click.echo(r.detail, err=True)
 
     report = run_gate(paths, models_dir, trace_dir, update_baselines, started, done, progress,
-                      workers or _usable_cores())
+                      workers or _usable_cores(), prove)
     if junit:
         write_junit(report, junit)
     index = None

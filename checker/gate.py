@@ -15,6 +15,12 @@ A model whose spec declares scalarsets runs twice: in full (`states`) and storin
 one state per orbit (`orbits`). The two must agree on the verdict, the diameter
 and the counterexample's length, or the declared symmetry is wrong. A model with
 `engine.full_search = false` runs only the second way (the first is out of reach).
+
+With `prove`, a model that expects `holds` and has a [proof] table, or any model
+that declares `expect.proof`, is also proved by k-induction (`ctmc prove`, at its
+[proof.params] sizes, k and timeout): the outcome, k, lemmas used of those stated
+and seconds join its result, and a proof that does not give the expected outcome
+(a lost proof) is a surprise like a lost state count.
 """
 
 from __future__ import annotations
@@ -46,6 +52,30 @@ from checker.outputs import MARK, replace_text
 
 
 @dataclass
+class ProofRow:
+    """A model's proof in the gate: what it gave and what the file expects."""
+
+    expected: str | None  # the file's expect.proof
+    outcome: str  # proved / counterexample / not inductive / unknown
+    k: int
+    lemmas_used: int | None  # of the lemmas the proof used (known only when proved)
+    lemmas_stated: int  # the lemmas the spec states for this model
+    seconds: float
+    message: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"expected": self.expected, "outcome": self.outcome, "k": self.k,
+                "lemmas_used": self.lemmas_used, "lemmas_stated": self.lemmas_stated,
+                "seconds": self.seconds, "message": self.message}
+
+    def cell(self) -> str:
+        """`proved, k=1, 12/12 lemmas, 1.10 s`: the table's and JUnit's wording."""
+        used = "-" if self.lemmas_used is None else str(self.lemmas_used)
+        return (f"{self.outcome}, k={self.k}, {used}/{self.lemmas_stated} lemmas, "
+                f"{self.seconds:.2f} s")
+
+
+@dataclass
 class GateResult:
     """One model file's run. `surprises` is empty when it met every expectation."""
 
@@ -65,6 +95,7 @@ class GateResult:
     trace_length: int | None = None  # steps in the counterexample
     trace_file: Path | None = None
     seconds: float = 0.0
+    proof: ProofRow | None = None  # with --prove, for a model that has a proof to run
     broken: bool = False  # the file did not load, build or run
     detail: str | None = None  # the traceback of an internal error, for debugging
     surprises: list[str] = field(default_factory=list)
@@ -127,17 +158,19 @@ def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
              update_baselines: bool = False,
              on_start: Callable[[int, int, Path], None] | None = None,
              on_done: Callable[[int, int, GateResult], None] | None = None,
-             progress: Callable[[str], None] | None = None, workers: int = 1) -> GateReport:
+             progress: Callable[[str], None] | None = None, workers: int = 1,
+             prove: bool = False) -> GateReport:
     """Run every file in `paths`; `on_start`/`on_done` get (index, total, ...) for progress,
     and `progress` the engine's own lines during a long model; `workers` processes share
-    each search."""
+    each search; `prove` also runs the proofs (see the module docstring)."""
     paths = list(paths)
     started = time.perf_counter()
     results = []
     for i, path in enumerate(paths, 1):
         if on_start:
             on_start(i, len(paths), path)
-        result = run_model(path, models_dir, trace_dir, update_baselines, progress, workers)
+        result = run_model(path, models_dir, trace_dir, update_baselines, progress, workers,
+                           prove)
         results.append(result)
         if on_done:
             on_done(i, len(paths), result)
@@ -146,12 +179,14 @@ def run_gate(paths: Iterable[Path], models_dir: Path, trace_dir: Path,
 
 def run_model(path: Path, models_dir: Path, trace_dir: Path,
               update_baselines: bool = False,
-              progress: Callable[[str], None] | None = None, workers: int = 1) -> GateResult:
-    """One model file: load, build, check, compare; every failure becomes a surprise."""
+              progress: Callable[[str], None] | None = None, workers: int = 1,
+              prove: bool = False) -> GateResult:
+    """One model file: load, build, check, compare (and prove, with `prove`); every
+    failure becomes a surprise."""
     result = GateResult(path=path, name=path.stem)
     started = time.perf_counter()
     try:
-        _run(result, path, models_dir, trace_dir, update_baselines, progress, workers)
+        _run(result, path, models_dir, trace_dir, update_baselines, progress, workers, prove)
     except CheckerError as exc:
         _broken(result, str(exc))
     except Exception as exc:  # a spec module that crashes must not stop the gate
@@ -167,7 +202,8 @@ def _broken(result: GateResult, message: str) -> None:
 
 
 def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
-         update_baselines: bool, progress: Callable[[str], None] | None, workers: int) -> None:
+         update_baselines: bool, progress: Callable[[str], None] | None, workers: int,
+         prove: bool) -> None:
     model = load_model(path, models_dir)
     result.spec, result.expected = model.spec_name, model.expect_outcome
     result.baseline, result.orbit_baseline = model.expect_states, model.expect_orbits
@@ -196,8 +232,18 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     if full_search:
         result.states = checked.stats.get("distinct_states")
         _compare_count(result, "states", result.states, update)
-    if not machine.scalarsets:
-        return
+    if machine.scalarsets:
+        _compare_symmetry(result, machine, model, checked, progress, workers, update)
+    if prove and (model.expect_proof is not None
+                  or (model.has_proof and model.expect_outcome == "holds")):
+        _prove(result, model, progress)
+
+
+def _compare_symmetry(result: GateResult, machine: Machine, model: Model,
+                      checked: CheckResult, progress: Callable[[str], None] | None,
+                      workers: int, update: bool) -> None:
+    """The search under the spec's symmetry against the full one, and its orbit count."""
+    full_search = model.engine["full_search"]
     reduced = _search(machine, model, progress, workers, symmetry=True) if full_search \
         else checked
     length = None if reduced.violation is None else len(reduced.violation.trace)
@@ -210,6 +256,25 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
         return
     result.orbits = reduced.stats.get("distinct_states")
     _compare_count(result, "orbits", result.orbits, update)
+
+
+def _prove(result: GateResult, model: Model, progress: Callable[[str], None] | None) -> None:
+    """The model's proof, as `ctmc prove MODEL` runs it; a lost proof is a surprise."""
+    from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
+
+    machine = build_machine(model, proof=True)
+    proof = prove(machine, ProveOptions(k=model.proof["k"], deadlock=model.engine["deadlock"],
+                                        timeout=model.proof["timeout"] or None,
+                                        progress=progress))
+    result.proof = ProofRow(
+        expected=model.expect_proof, outcome=proof.outcome, k=proof.k,
+        lemmas_used=len(proof.lemmas_used) if proof.outcome == PROVED else None,
+        lemmas_stated=len(machine.lemmas), seconds=proof.stats.get("seconds", 0.0),
+        message=proof.message)
+    if model.expect_proof is not None and proof.outcome != model.expect_proof:
+        why = proof.message.splitlines()[0] if proof.message else ""
+        result.surprises.append(f"expected proof {model.expect_proof}, got {proof.outcome}"
+                                + (f" ({why})" if why else ""))
 
 
 def _search(machine: Machine, model: Model, progress: Callable[[str], None] | None,
@@ -334,7 +399,8 @@ def to_json(report: GateReport) -> dict[str, Any]:
             "orbits": r.orbits, "orbit_baseline": r.orbit_baseline,
             "diameter": r.diameter, "trace_length": r.trace_length,
             "trace_file": None if r.trace_file is None else str(r.trace_file),
-            "seconds": r.seconds, "ok": r.ok, "broken": r.broken,
+            "seconds": r.seconds, "proof": None if r.proof is None else r.proof.as_dict(),
+            "ok": r.ok, "broken": r.broken,
             "surprises": list(r.surprises),
         } for r in report.results],
     }
@@ -363,6 +429,9 @@ def to_junit(report: GateReport, suite: str = "ctmc gate") -> ET.ElementTree:
                f"trace: {r.trace_file or '-'}"]
         if r.trace_length is not None:
             out.append(f"trace length: {r.trace_length}")
+        if r.proof is not None:
+            out.append(f"proof: {r.proof.cell()}"
+                       + (f" (expected {r.proof.expected})" if r.proof.expected else ""))
         if r.baseline_updated:
             out.append(f"baseline updated from {_opt(r.baseline_was)}")
         ET.SubElement(case, "system-out").text = "\n".join(out)

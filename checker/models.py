@@ -17,6 +17,7 @@ reported as one line naming the file and the key, never as a traceback.
     [expect]
     outcome = "holds"           # or "violates NAME"
     states = 1234               # optional baseline distinct-state count
+    proof = "proved"            # optional: what `ctmc prove` (and `gate --prove`) gives
     [proof]                     # optional: what `prove` and `infer` work on
     k = 1                       # induction depth
     timeout = 600               # seconds (0: none); on timeout the verdict is unknown
@@ -51,7 +52,9 @@ ENGINE_DEFAULTS: dict[str, Any] = {"deadlock": True, "max_depth": 0, "full_searc
 BUILTIN_VIOLATIONS = ("Deadlock", "EvalError")
 _TOP_KEYS = ("description", "spec", "mutations", "invariants", "params", "engine", "expect",
              "proof")
-_EXPECT_KEYS = ("outcome", "states", "orbits")
+_EXPECT_KEYS = ("outcome", "states", "orbits", "proof")
+# the outcomes of `ctmc prove` a model file may expect (an `unknown` is never expected)
+PROOF_EXPECTATIONS = ("proved", "not inductive", "counterexample")
 PROOF_DEFAULTS: dict[str, Any] = {"k": 1, "timeout": 0, "params": {}}
 _KIND_NAMES = {str: "a string", bool: "true or false", int: "an integer", dict: "a table",
                list: "a list of strings"}
@@ -71,6 +74,8 @@ class Model:
     expect_states: int | None
     expect_orbits: int | None = None  # distinct states under the spec's symmetry
     proof: dict[str, Any] = field(default_factory=lambda: dict(PROOF_DEFAULTS))
+    has_proof: bool = False  # the file has a [proof] table
+    expect_proof: str | None = None  # one of PROOF_EXPECTATIONS, or None
     selected_by: str = "key invariants"  # where the property selection came from, for errors
 
 
@@ -146,6 +151,11 @@ def load_model(path_or_name: str | Path, models_dir: Path = MODELS_DIR,
     for key, count in counts.items():
         if count is not None and count < 1:
             raise ModelError(f"{where}: key expect.{key} must be positive, got {count}")
+    expect_proof = _get(expect, "proof", str, where, None, prefix="expect.")
+    if expect_proof is not None and expect_proof not in PROOF_EXPECTATIONS:
+        raise ModelError(f"{where}: key expect.proof must be one of "
+                         f"{', '.join(repr(p) for p in PROOF_EXPECTATIONS)}, got "
+                         f"{expect_proof!r}{did_you_mean(expect_proof, PROOF_EXPECTATIONS)}")
     return Model(
         path=path,
         name=path.stem,
@@ -160,6 +170,8 @@ def load_model(path_or_name: str | Path, models_dir: Path = MODELS_DIR,
         expect_states=counts["states"],
         expect_orbits=counts["orbits"],
         proof=_proof(data, where),
+        has_proof="proof" in data,
+        expect_proof=expect_proof,
     )
 
 
@@ -204,6 +216,7 @@ def reshape(model: Model, invariants: Sequence[str], mutations: Sequence[str]) -
     return dataclasses.replace(model, invariants=chosen,
                                mutations=tuple(dict.fromkeys(model.mutations + tuple(mutations))),
                                expect_outcome="holds", expect_states=None,
+                               expect_proof=None,
                                selected_by="--inv" if invariants else model.selected_by)
 
 

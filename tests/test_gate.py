@@ -294,3 +294,76 @@ def test_real_models_pass_the_gate(tmp_path, monkeypatch):
     root = junit(report)
     assert int(root.get("tests")) == len(REAL_MIX) and root.get("failures") == "0"
     assert len(list(Path("traces/gate").iterdir())) == 2  # the two counterexamples
+
+
+# --- proofs (--prove) ---------------------------------------------------------------------
+
+LOCKSTEP = "tests.z3_specs:LOCKSTEP"  # YSmall is 1-inductive with the lemma InStep only
+PROOF_MODELS = {
+    "kept": f"""spec = "{LOCKSTEP}"
+[engine]
+deadlock = false
+[expect]
+outcome = "holds"
+proof = "proved"
+""",
+    # selecting YSmall alone leaves the lemmas out: the proof that needed InStep is lost
+    "lost": f"""spec = "{LOCKSTEP}"
+invariants = ["YSmall"]
+[engine]
+deadlock = false
+[expect]
+outcome = "holds"
+proof = "proved"
+""",
+    # a [proof] table and no expectation: proved (4 steps need no lemma), reported only
+    "table": f"""spec = "{LOCKSTEP}"
+[engine]
+deadlock = false
+[proof]
+k = 4
+""",
+    "no_proof": f"""spec = "{LOCKSTEP}"
+[engine]
+deadlock = false
+""",
+}
+
+
+@pytest.fixture
+def proof_models(tmp_path, monkeypatch) -> Path:
+    return write_models(tmp_path, monkeypatch, PROOF_MODELS)
+
+
+def test_gate_prove_reports_each_proof_and_a_lost_one_is_a_surprise(proof_models, tmp_path):
+    report_file = tmp_path / "gate.xml"
+    result = gate(proof_models, "--prove", "--json", "--junit", str(report_file))
+    assert result.exit_code == 1, result.output
+    rows = {r["model"]: r for r in json.loads(result.stdout)["results"]}
+    assert rows["kept"]["ok"] and rows["kept"]["proof"] == {
+        "expected": "proved", "outcome": "proved", "k": 1, "lemmas_used": 1,
+        "lemmas_stated": 2, "seconds": rows["kept"]["proof"]["seconds"],
+        "message": "every invariant holds in every reachable state (1-induction)"}
+    lost = rows["lost"]
+    assert not lost["ok"] and lost["got"] == "holds"  # BFS still finds nothing wrong
+    assert lost["proof"]["outcome"] == "not inductive" and lost["proof"]["lemmas_stated"] == 0
+    assert lost["surprises"][0].startswith("expected proof proved, got not inductive (")
+    assert rows["table"]["ok"] and rows["table"]["proof"]["outcome"] == "proved"
+    assert rows["table"]["proof"]["k"] == 4 and rows["table"]["proof"]["expected"] is None
+    assert rows["no_proof"]["ok"] and rows["no_proof"]["proof"] is None
+    cases = {c.get("name"): c for c in junit(report_file).iter("testcase")}
+    assert cases["lost"].find("failure") is not None
+    assert "expected proof proved, got not inductive" in cases["lost"].find("failure").get(
+        "message")
+    assert "proof: proved, k=1, 1/2 lemmas" in cases["kept"].find("system-out").text
+    table = gate(proof_models, "--prove")
+    assert table.exit_code == 1
+    assert "proof" in table.stdout and "proved, k=1, 1/2 lemmas" in table.stdout
+    assert "lost ... SURPRISE: expected proof proved, got not inductive" in table.stderr
+
+
+def test_gate_without_prove_runs_no_proof(proof_models):
+    result = gate(proof_models, "--json")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["results"]
+    assert all(r["proof"] is None and r["ok"] for r in rows)

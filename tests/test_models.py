@@ -100,6 +100,10 @@ BAD_FILES = [
     (f'spec = "{COUNTER}"\n[expect]\noutcome = "breaks X"\n', "key expect.outcome must be"),
     (f'spec = "{COUNTER}"\n[expect]\noutcome = "violates"\n', "key expect.outcome must be"),
     (f'spec = "{COUNTER}"\n[expect]\nstates = 0\n', "key expect.states must be positive"),
+    (f'spec = "{COUNTER}"\n[expect]\nproof = "prove"\n',
+     "key expect.proof must be one of 'proved', 'not inductive', 'counterexample', got "
+     "'prove'; did you mean 'proved'\\?"),
+    (f'spec = "{COUNTER}"\n[expect]\nproof = true\n', "key expect.proof must be a string"),
 ]
 
 

@@ -26,7 +26,7 @@ SKIPPED = [
     (r"^python3 -m venv", "installs the project (the install is what the tests run in)"),
     (r"python -m pytest", "runs this test suite"),
     (r"--engine spark|spark-submit", "starts Spark (tests/test_spark_engine.py runs it)"),
-    (r"^ctmc gate( --html pages| --json|$| models/| --trace-dir)",
+    (r"^ctmc gate( --html pages| --json|$| models/| --trace-dir| --prove)",
      "runs every model, about 11 minutes (tests/test_gate.py runs the gate on small folders)"),
     (r"--update-baselines", "rewrites the checkout's model files"),
     (r"--timeout 60", "runs for a minute on purpose"),

@@ -336,12 +336,68 @@ def test_cli_infer_with_spec_lemmas_names_the_ones_used(models: Path) -> None:
     (("bmc", "lockstep", "--depth", "two"), "--depth"),
     (("prove", "lockstep", "--k", "0"), "--k"),
     (("prove", "lockstep", "--timeout", "-1"), "--timeout"),
-    (("prove", "bad_lemma"), "BadLemma must return a bool expression"),
+    (("prove", "bad_lemma"), "lemma BadLemma: must return a bool expression, got int"),
     (("bmc", "bad_proof"), "proof.k must be a positive integer"),
     (("infer", "lockstep", "--set", "limit=x"), "limit"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(models: Path, args: tuple, needle: str) -> None:
     assert needle in one_error_line(run(models, *args))
+
+
+BAD_LEMMAS = """
+from checker.lang import Int, Spec, require
+
+BAD = Spec("bad_lemmas", "one broken lemma, chosen by `kind`")
+BAD.param("kind", "expr_int", "which way the lemma is broken")
+
+
+@BAD.build
+def _build(m, p):
+    m.var("x", Int(0, 3), init=0)
+
+    @m.action()
+    def inc(s):
+        require(s.x < 3)
+        s.x = s.x + 1
+
+    @m.invariant
+    def Small(s):
+        return s.x <= 3
+
+    body = {
+        "expr_int": lambda s: s.x + 1,
+        "python_int": lambda s: 3,
+        "none": lambda s: None,
+        "unknown_variable": lambda s: s.nope == 1,
+        "raises": lambda s: 1 // 0,
+        "control_flow": lambda s: s.x if s.x > 1 else s.x + 1 > 0,
+    }[p.kind]
+
+    def Broken(s):
+        return body(s)
+
+    m.lemma(Broken)
+"""
+
+
+@pytest.mark.parametrize(("kind", "says"), [
+    ("expr_int", "must return a bool expression, got int"),
+    ("python_int", "must return a bool expression, got int"),
+    ("none", "must return a bool expression, got NoneType"),
+    ("unknown_variable", "no state variable named 'nope'"),
+    ("raises", "ZeroDivisionError: integer division or modulo by zero"),
+    ("control_flow", "a symbolic value was used in Python control flow"),
+])
+def test_a_broken_lemma_is_one_line_naming_it(models: Path, kind: str, says: str) -> None:
+    """However a lemma is broken, the user reads which one and where it is declared,
+    on one line, whichever command builds it."""
+    (models / "bad_lemmas.py").write_text(BAD_LEMMAS)
+    (models / "broken.toml").write_text(f'spec = "bad_lemmas.py:BAD"\n[params]\n'
+                                        f'kind = "{kind}"\n[engine]\ndeadlock = false\n')
+    for command in ("prove", "bmc", "infer"):
+        line = one_error_line(run(models, command, "broken", "-q"))
+        assert line.startswith("error: lemma Broken: ") and line.count(says) == 1, line
+        assert "bad_lemmas.py:" in line, line
 
 
 def test_an_unsupported_construct_in_a_spec_is_one_line(models: Path, tmp_path: Path) -> None:

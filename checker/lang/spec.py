@@ -52,6 +52,9 @@ from checker.progress import Ticker
 MAX_INSTANCES = 1_000_000  # per action: tracing one takes about a millisecond
 
 _CHECKER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# how an error names a property: "lemma AcceptedByLog: ..."
+_KIND_WORDS = {"invariant": "invariant", "step": "step invariant", "constraint": "constraint",
+               "lemma": "lemma"}
 
 
 # --- parameters -----------------------------------------------------------
@@ -209,8 +212,7 @@ class Spec:
         except CheckerError as exc:
             raise SpecError(_located(exc, f"spec {self.name}")) from None
         except Exception as exc:  # a bug in the spec's own Python code
-            raise SpecError(_located(exc, f"spec {self.name}: {type(exc).__name__}: {exc}")) \
-                from None
+            raise SpecError(_located(exc, f"spec {self.name}: {type(exc).__name__}")) from None
         machine = builder.finish()
         machine.spec_ref = self.ref
         from checker.views import check_declared
@@ -220,11 +222,24 @@ class Spec:
 
 
 def _located(exc: BaseException, context: str) -> str:
-    """Prefix an error with the spec file and line where it arose."""
+    """`context: message (file:line)`, naming the spec file and line where the error
+    arose (as the views' errors do), or without a place when it arose in ctmc itself."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if not os.path.abspath(f.filename).startswith(_CHECKER_DIR)]
-    where = f"{os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}: " if frames else ""
-    return f"{where}{context}: {exc}"
+    where = f" ({_shown(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
+    return f"{context}: {exc}{where}"
+
+
+def _declared_at(fn: Callable) -> str:
+    """` (file:line)` where a spec function is declared, for errors about what it returns."""
+    code = getattr(fn, "__code__", None)
+    return "" if code is None else f" ({_shown(code.co_filename)}:{code.co_firstlineno})"
+
+
+def _shown(filename: str) -> str:
+    """A spec file's name relative to here when it is below here, else in full."""
+    relative = os.path.relpath(filename)
+    return filename if relative.startswith("..") else relative
 
 
 # --- symbolic state -------------------------------------------------------
@@ -546,7 +561,7 @@ class ModelBuilder:
     def var_info(self, name: str) -> VarInfo:
         decl = self._vars.get(name)
         if decl is None:
-            raise SpecError(f"no state variable named {name!r}")
+            raise SpecError(f"no state variable named {name!r}{did_you_mean(name, self._vars)}")
         return decl.info
 
     # actions and properties -------------------------------------------------
@@ -628,7 +643,7 @@ class ModelBuilder:
         except CheckerError as exc:
             raise SpecError(_located(exc, label)) from None
         except Exception as exc:  # a bug in the spec's Python code
-            raise SpecError(_located(exc, f"{label}: {type(exc).__name__}: {exc}")) from None
+            raise SpecError(_located(exc, f"{label}: {type(exc).__name__}")) from None
         finally:
             _ACTIVE.pop()
         if result is not None:
@@ -639,21 +654,26 @@ class ModelBuilder:
         """A property, with the ForAll values bound in each of its conjuncts."""
         E.BINDINGS.append({})
         try:
-            expr = self._predicate(name, fn, 2 if kind == "step" else 1)
+            expr = self._predicate(f"{_KIND_WORDS[kind]} {name}", fn, 2 if kind == "step" else 1)
         finally:
             bindings = E.BINDINGS.pop()
         return Property(name, expr, doc, tuple(sorted(bindings.items())))
 
-    def _predicate(self, name: str, fn: Callable, frames: int) -> Expr:
+    def _predicate(self, label: str, fn: Callable, frames: int) -> Expr:
+        """`fn` traced over symbolic states; every way it can fail is one SpecError that
+        starts with `label` (say `lemma Name`), so the user knows which one to fix."""
         states = [SymState(self, self._base_exprs(f), False, None) for f in range(frames)]
         try:
-            out = lift(fn(*states))
+            returned = fn(*states)
         except CheckerError as exc:
-            raise SpecError(_located(exc, name)) from None
+            raise SpecError(_located(exc, label)) from None
         except Exception as exc:
-            raise SpecError(_located(exc, f"{name}: {type(exc).__name__}: {exc}")) from None
-        if out.sort != BOOL:
-            raise SpecError(f"{name} must return a bool expression")
+            raise SpecError(_located(exc, f"{label}: {type(exc).__name__}")) from None
+        out = lift(returned) if isinstance(returned, bool | int | Expr) else None
+        if out is None or out.sort != BOOL:
+            got = type(returned).__name__ if out is None else E.sort_name(out.sort)
+            raise SpecError(f"{label}: must return a bool expression, got {got}"
+                            f"{_declared_at(fn)}")
         return out
 
     def finish(self) -> Machine:
@@ -713,8 +733,8 @@ class ModelBuilder:
             if frames not in (1, 2):
                 raise SpecError(f"liveness {name}: goal takes a state, or (before, after)")
             out.append(LivenessProperty(
-                name, self._predicate(f"{name} (trigger)", trigger, 1),
-                self._predicate(f"{name} (goal)", goal, frames), frames == 2,
+                name, self._predicate(f"liveness {name} (trigger)", trigger, 1),
+                self._predicate(f"liveness {name} (goal)", goal, frames), frames == 2,
                 tuple(a.id for a in actions if a.name in fair), doc))
         return out
 

@@ -1,5 +1,6 @@
 """The CI gate's table: a row per model file (expected, got, states against the
-baseline and orbits under symmetry, diameter, counterexample length, time, verdict),
+baseline and orbits under symmetry, diameter, counterexample length, with --prove the
+proof's outcome, k, lemmas used of those stated and seconds, time, verdict),
 then a summary line and where the counterexamples, JUnit report and HTML pages went."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from checker.reporting.cells import add_row
 
 _COLUMNS = ("model", "expected", "got", "states", "diameter", "cex steps", "seconds",
             "verdict")
-_LEFT = ("model", "expected", "got", "verdict")
+_LEFT = ("model", "expected", "got", "proof", "verdict")
 
 
 def print_gate(report: GateReport, trace_dir: Path, junit: Path | None,
@@ -24,7 +25,11 @@ def print_gate(report: GateReport, trace_dir: Path, junit: Path | None,
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, 160)  # CI logs: a table, not a column of wraps
     table = Table(title="gate", title_justify="left")
-    for column in _COLUMNS:
+    proofs = any(r.proof is not None for r in report.results)
+    columns = list(_COLUMNS)
+    if proofs:  # --prove: the proof's column before the time
+        columns.insert(columns.index("seconds"), "proof")
+    for column in columns:
         table.add_column(column, justify="left" if column in _LEFT else "right",
                          overflow="fold")
     for r in report.results:
@@ -37,10 +42,13 @@ def print_gate(report: GateReport, trace_dir: Path, junit: Path | None,
         if r.orbits is not None:
             states += f" / {r.orbits:,} orbits"
         got = (r.got or "-") + ("" if r.complete else " (bounded)")
-        add_row(table, r.name, r.expected or "-", got, states,
-                "-" if r.diameter is None else r.diameter,
-                "-" if r.trace_length is None else r.trace_length, f"{r.seconds:.2f}",
-                "ok" if r.ok else f"SURPRISE: {r.reason}", style=None if r.ok else "red")
+        cells: list[object] = [r.name, r.expected or "-", got, states,
+                               "-" if r.diameter is None else r.diameter,
+                               "-" if r.trace_length is None else r.trace_length]
+        if proofs:
+            cells.append("-" if r.proof is None else r.proof.cell())
+        add_row(table, *cells, f"{r.seconds:.2f}", "ok" if r.ok else f"SURPRISE: {r.reason}",
+                style=None if r.ok else "red")
     console.print(table)
     surprises, broken = len(report.surprises), len(report.broken)
     summary = (f"{len(report.results)} models, {len(report.results) - surprises} as expected, "

@@ -16,6 +16,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from checker.engines.result import UNKNOWN
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PROVED, ProofResult
 from checker.engines.symbolic.infer import InferResult, as_source
 from checker.lang.machine import Machine
@@ -47,6 +48,10 @@ def print_proof(console: Console, machine: Machine, result: ProofResult,
             else "counterexample"
         console.print(f"  {len(result.violation.trace)}-step {what} in {trace_file} "
                       f"({how_to_view(trace_file)})", markup=False)
+        if "trace" in result.stats:  # the timeout stopped the search for the least one
+            console.print(f"  the trace is {result.stats['trace']}", markup=False)
+    if result.outcome == UNKNOWN:
+        console.print("  inconclusive: nothing is proved", markup=False)
     if result.outcome == NOT_INDUCTIVE:
         console.print("  its first state may be unreachable: `ctmc bmc` looks for a real "
                       "trace; a lemma excluding that state, or a larger --k, may make the "
@@ -67,11 +72,16 @@ def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str,
         "others": [c.source for c in result.others] if result.proves
         else [c.source for c in result.survivors],
         "spec_lemmas_used": result.spec_lemmas_used,
-        "spec_lemmas_dropped": result.spec_lemmas_dropped, "stats": result.stats}
+        "spec_lemmas_dropped": result.spec_lemmas_dropped, "unknown": result.unknown,
+        "alive_note": result.alive_note,
+        "stats": result.stats}
 
 
 def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
     """The lemmas as spec source on stdout, under comments saying what they prove."""
+    if result.unknown:
+        _print_stopped(result)
+        return
     if spec_lemmas and result.proves and not result.candidates:
         click.echo(f"# the spec's lemmas already prove every invariant (1-induction); "
                    f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
@@ -97,3 +107,18 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
         click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
                    f"; not inductive with the rest: "
                    f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
+
+
+def _print_stopped(result: InferResult) -> None:
+    """A search the timeout stopped: why, and the candidates still alive, if any."""
+    click.echo(f"# inconclusive: {result.unknown}; nothing is proved")
+    if not result.alive_note:
+        return
+    click.echo(f"# {len(result.survivors):,} candidates still alive: {result.alive_note}. "
+               f"They are not a proof.")
+    if result.unfiltered:  # mostly templates some reachable state falsifies: not worth pasting
+        click.echo("# (not listed here: the reachable-state filter had not finished; --json "
+                   "lists them)")
+        return
+    click.echo()
+    click.echo(as_source(result.survivors), nl=False)

@@ -18,20 +18,27 @@ hypothesis is guarded by an assumption literal, the invariants' goal gives a
 core of lemmas, each of those lemmas' own goals gives more, up to a fixpoint.
 The needed set with the invariants is k-inductive by construction; the other
 lemmas are dead weight for this proof.
+
+`timeout` bounds the whole proof (decision 0022): one `Deadline` gives every
+query what is left of it, base case, step and cores alike. Running out is
+`unknown`, even after the step held (the proof's report would lack its lemmas);
+running out while the least CTI is chosen keeps the CTI found, marked not least.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import z3
 
 from checker.engines.result import ERROR, UNKNOWN, Violation
 from checker.engines.scope import refuse_unchecked
-from checker.engines.symbolic.bmc import bmc
+from checker.engines.symbolic.bmc import NOT_LEAST, bmc
+from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
-from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
+from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver, solver_figures
 from checker.lang.machine import Machine
 from checker.progress import Heartbeat, Progress
 from checker.traces.trace import Trace
@@ -41,6 +48,8 @@ PROVED = "proved"
 COUNTEREXAMPLE = "counterexample"
 NOT_INDUCTIVE = "not inductive"
 CTI_KIND = "cti"  # the violation kind of a counterexample-to-induction trace
+STEP_PHASE = "the inductive step"
+CORE_PHASE = "the unsat cores (which lemmas the proof used)"
 
 
 @dataclass
@@ -55,62 +64,77 @@ class ProofResult:
     stats: dict = field(default_factory=dict)
 
 
-def prove(machine: Machine, options: ProveOptions) -> ProofResult:
-    """Base case by BMC, then the inductive step; see the module docstring."""
+def prove(machine: Machine, options: ProveOptions,
+          deadline: Deadline | None = None) -> ProofResult:
+    """Base case by BMC, then the inductive step; see the module docstring. `deadline`
+    (infer's, when it proves) replaces options.timeout."""
     refuse_unchecked(machine, ENGINE)
-    started = time.perf_counter()
+    deadline = deadline or Deadline(options.timeout, options.started)
     k = options.k
     say = options.progress or (lambda line: None)
+    stats: dict = {"k": k}
+
+    def done(outcome: str, message: str, **more: Any) -> ProofResult:
+        stats["seconds"] = round(deadline.spent(), 3)
+        return ProofResult(outcome, k, message, stats=stats, **more)
+
     base = bmc(machine, BmcOptions(depth=k - 1, deadlock=options.deadlock,
-                                   timeout=options.timeout, progress=options.progress))
-    stats = {"k": k, "base_seconds": base.stats["seconds"]}
+                                   progress=options.progress), deadline)
+    stats["base_seconds"] = base.stats["seconds"]
     if base.outcome == UNKNOWN:
-        return ProofResult(UNKNOWN, k, f"base case: {base.stats['unknown']}", stats=stats)
+        return done(UNKNOWN, f"base case: {base.stats['unknown']}")
     if base.violation is not None:
-        return ProofResult(COUNTEREXAMPLE, k, base.violation.message, base.violation,
-                           error=base.outcome == ERROR, stats=stats)
-    step = _Step(machine, k, options.deadlock)
-    if options.timeout is not None:
-        left = options.timeout - (time.perf_counter() - started)
-        if left <= 0:
-            return ProofResult(UNKNOWN, k, "timeout before the inductive step", stats=stats)
-        step.solver.set("timeout", max(1, int(left * 1000)))
-    t0 = time.perf_counter()
-    with Heartbeat(options.progress, f"inductive step (k={k}) | solving"):
-        answer = step.check(step.whole_goal())
-    stats["step_seconds"] = round(time.perf_counter() - t0, 3)
-    say(f"inductive step (k={k}) | {stats['step_seconds']:8.2f} s | {answer}")
-    if answer == z3.unknown:
-        return ProofResult(UNKNOWN, k, f"inductive step: solver answered unknown "
-                                       f"({step.solver.reason_unknown()})", stats=stats)
-    if answer == z3.sat:
-        violation = step.cti(options.progress)
-        stats["seconds"] = round(time.perf_counter() - started, 3)
-        return ProofResult(NOT_INDUCTIVE, k, violation.message, violation, stats=stats)
-    t0 = time.perf_counter()
-    with Heartbeat(options.progress, "unsat core: which lemmas the proof needs") as beat:
-        used = step.needed_lemmas(beat)
-    stats["core_seconds"] = round(time.perf_counter() - t0, 3)
-    say(f"unsat core | {stats['core_seconds']:8.2f} s | {len(used or [])} lemmas needed")
-    stats["seconds"] = round(time.perf_counter() - started, 3)
-    if used is None:
-        return ProofResult(UNKNOWN, k, "unsat core: solver answered unknown", stats=stats)
+        if "trace" in base.stats:
+            stats["trace"] = base.stats["trace"]
+        return done(COUNTEREXAMPLE, base.violation.message, violation=base.violation,
+                    error=base.outcome == ERROR)
+    step: _Step | None = None
+    try:
+        step = _Step(machine, k, options.deadlock, deadline)
+        t0 = time.perf_counter()
+        with Heartbeat(options.progress, f"inductive step (k={k}) | solving"):
+            answer = step.check(step.whole_goal(), "the inductive step")
+        stats["step_seconds"] = round(time.perf_counter() - t0, 3)
+        say(f"inductive step (k={k}) | {stats['step_seconds']:8.2f} s | {answer}")
+        if answer == z3.unknown:
+            return done(UNKNOWN, f"inductive step: solver answered unknown "
+                                 f"({step.solver.reason_unknown()})")
+        if answer == z3.sat:
+            violation, least = step.cti(options.progress)
+            if not least:
+                stats["trace"] = NOT_LEAST
+            return done(NOT_INDUCTIVE, violation.message, violation=violation)
+        t0 = time.perf_counter()
+        with Heartbeat(options.progress, "unsat core: which lemmas the proof needs") as beat:
+            used = step.needed_lemmas(beat)
+        stats["core_seconds"] = round(time.perf_counter() - t0, 3)
+        say(f"unsat core | {stats['core_seconds']:8.2f} s | {len(used or [])} lemmas needed")
+        if used is None:
+            return done(UNKNOWN, "unsat core: solver answered unknown")
+    except OutOfTime as out:
+        held = " (the inductive step held; the lemmas it used were not yet known)" \
+            if out.phase == CORE_PHASE else ""
+        return done(UNKNOWN, deadline.describe(out.phase) + held)
+    finally:
+        if step is not None:
+            stats["z3"] = solver_figures(step.solver)
     names = [p.name for p in machine.lemmas]
-    return ProofResult(PROVED, k, f"every invariant holds in every reachable state "
-                                  f"({k}-induction)", lemmas_used=used,
-                       lemmas_unused=[n for n in names if n not in used], stats=stats)
+    return done(PROVED, f"every invariant holds in every reachable state ({k}-induction)",
+                lemmas_used=used, lemmas_unused=[n for n in names if n not in used])
 
 
 class _Step:
     """The inductive step's solver: k hypothesis states, then the goal state s_k."""
 
-    def __init__(self, machine: Machine, k: int, deadlock: bool):
+    def __init__(self, machine: Machine, k: int, deadlock: bool, deadline: Deadline):
         self.machine, self.k, self.deadlock = machine, k, deadlock
-        self.u = u = Unrolling(machine)
+        self.deadline = deadline
+        self.u = u = Unrolling(machine, deadline=deadline)
         self.solver = s = new_solver()
         s.set("core.minimize", True)
         self.lits = {p.name: z3.Bool(f"lemma:{p.name}") for p in machine.lemmas}
         for i in range(k):
+            deadline.check(STEP_PHASE)
             s.add(u.admissible(i), u.step(i), u.no_error(i, deadlock))
             for p in machine.invariants:
                 s.add(u.prop_holds(p, i))
@@ -134,10 +158,17 @@ class _Step:
     def whole_goal(self) -> z3.BoolRef:
         return z3.And(self.invariants_goal(), *[self.lemma_goal(n) for n in self.lits])
 
-    def check(self, goal: z3.BoolRef) -> z3.CheckSatResult:
+    def check(self, goal: z3.BoolRef, phase: str) -> z3.CheckSatResult:
+        """Is there a path whose hypotheses hold and whose end breaks `goal`? On sat the
+        solver keeps the query (its model is the CTI)."""
+        self.deadline.check(phase)
         self.solver.push()
         self.solver.add(z3.Not(goal))
-        answer = self.solver.check(*self.lits.values())
+        try:
+            answer = self.deadline.solve(self.solver, phase, *self.lits.values())
+        except OutOfTime:
+            self.solver.pop()
+            raise
         if answer != z3.sat:
             self.solver.pop()
         return answer
@@ -151,7 +182,7 @@ class _Step:
             if beat is not None:
                 beat.set(f"unsat core: {len(needed)} lemmas needed so far, {len(queue)} goals "
                          "to check")
-            answer = self.check(queue.pop())
+            answer = self.check(queue.pop(), CORE_PHASE)
             if answer != z3.unsat:
                 return None
             for lit in self.solver.unsat_core():
@@ -161,11 +192,13 @@ class _Step:
                     queue.append(self.lemma_goal(name))
         return [p.name for p in self.machine.lemmas if p.name in needed]
 
-    def cti(self, progress: Progress | None = None) -> Violation:
+    def cti(self, progress: Progress | None = None) -> tuple[Violation, bool]:
         """The least counterexample to induction (`Unrolling.canonical_from_any`), as a
-        checked trace: the same one however the process got here."""
+        checked trace: the same one however the process got here; with False when the
+        deadline stopped the search for the least one (this one is a CTI all the same)."""
         u, k = self.u, self.k
-        model = u.canonical_from_any(self.solver, k, list(self.lits.values()), progress)
+        model, least = u.canonical_from_any(self.solver, k, list(self.lits.values()), progress,
+                                            self.deadline)
         states = u.decode(model, k)
         actions = u.actions_between(states)
         bad = u.classify(states, self.deadlock)
@@ -188,4 +221,4 @@ class _Step:
                       violation={"kind": CTI_KIND, "name": bad.name, "message": message},
                       meta={"engine": ENGINE, "k": k,
                             "start": "any state satisfying the invariants and lemmas"})
-        return Violation(CTI_KIND, bad.name, message, trace)
+        return Violation(CTI_KIND, bad.name, message, trace), least

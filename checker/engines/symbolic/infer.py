@@ -34,8 +34,10 @@ import z3
 from checker.backends.scalar import ScalarMachine
 from checker.backends.vector import compile_batch, dtype_for, slot_reader
 from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.result import UNKNOWN
 from checker.engines.scope import refuse_unchecked
-from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
+from checker.engines.symbolic.deadline import Deadline, OutOfTime
+from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError, EvalError
 from checker.lang import expr as E
@@ -44,6 +46,8 @@ from checker.lang.machine import Machine, Property, Slot
 from checker.progress import Heartbeat, Progress, Ticker
 
 GROUP = 64  # candidates compiled and evaluated together (bounds memory per level)
+FILTER_PHASE = "the reachable-state filter"
+PRUNE_PHASE = "dropping implied lemmas"
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class InferOptions:
     walks: int = 2000
     walk_steps: int = 60
     seed: int = 0
-    timeout: float | None = None
+    timeout: float | None = None  # seconds for the whole search; None: no limit
+    started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None
     spec_lemmas: bool = False  # start Houdini from the spec's own lemmas too
 
@@ -78,6 +83,9 @@ class InferResult:
     houdini_rounds: int = 0
     spec_lemmas_used: list[str] = field(default_factory=list)  # with spec_lemmas
     spec_lemmas_dropped: list[str] = field(default_factory=list)  # not inductive with the rest
+    unknown: str | None = None  # why the search stopped before its end (the timeout)
+    alive_note: str = ""  # when stopped: what is known of `survivors`, the candidates alive
+    unfiltered: bool = False  # stopped in the reachable-state filter: `survivors` is raw
     stats: dict = field(default_factory=dict)
 
 
@@ -133,10 +141,13 @@ def candidates(machine: Machine) -> list[Candidate]:
 # --- filtering by reachable states ---------------------------------------------------
 
 class _Filter:
-    """Candidates still true in every state seen so far."""
+    """Candidates still true in every state seen so far. Compiling and judging a group
+    of candidates is the unit of work the deadline interrupts."""
 
-    def __init__(self, machine: Machine, cands: list[Candidate]):
+    def __init__(self, machine: Machine, cands: list[Candidate],
+                 deadline: Deadline | None = None):
         self.cands = cands
+        self.deadline = deadline or Deadline(None)
         self.alive = np.ones(len(cands), dtype=bool)
         self.groups = [list(range(lo, min(lo + GROUP, len(cands))))
                        for lo in range(0, len(cands), GROUP)]
@@ -152,6 +163,7 @@ class _Filter:
             live = [i for i in members if self.alive[i]]
             if not live:
                 continue
+            self.deadline.check()
             fn = self._fns.get(g)
             if fn is None:
                 exprs = [self.cands[i].expr for i in members]
@@ -169,6 +181,22 @@ class _Filter:
         return self.see(slot_reader(rows, self._bools, np.dtype(np.int64)), len(rows))
 
 
+class FilterStopped(OutOfTime):
+    """The deadline passed in the reachable-state filter: `alive` hold in the states seen."""
+
+    def __init__(self, phase: str, alive: list[Candidate], states: int):
+        super().__init__(phase)
+        self.alive, self.states = alive, states
+
+
+class HoudiniStopped(OutOfTime):
+    """The deadline passed in Houdini round `rounds + 1`: `alive` (names) still stand."""
+
+    def __init__(self, phase: str, alive: list[str], rounds: int):
+        super().__init__(phase)
+        self.alive, self.rounds = alive, rounds
+
+
 @dataclass
 class Reachable:
     """The template candidates that hold in every state seen."""
@@ -179,12 +207,27 @@ class Reachable:
     sampled: bool  # states from random walks, not every reachable one
 
 
-def reachable_candidates(machine: Machine, options: InferOptions) -> Reachable:
+def reachable_candidates(machine: Machine, options: InferOptions,
+                         deadline: Deadline | None = None) -> Reachable:
     """Template candidates, minus those some reachable state falsifies: every BFS
-    level, or seeded random walks when there are more than `max_states` states."""
-    say = options.progress or (lambda line: None)
+    level, or seeded random walks when there are more than `max_states` states. Raises
+    FilterStopped when the deadline passes."""
+    deadline = deadline or Deadline(options.timeout, options.started)
+    deadline.check(FILTER_PHASE)
     cands = candidates(machine)
-    filt = _Filter(machine, cands)
+    filt = _Filter(machine, cands, deadline)
+    try:
+        return _filter(machine, options, deadline, cands, filt)
+    except FilterStopped:
+        raise
+    except OutOfTime as out:
+        raise FilterStopped(out.phase, [c for c, a in zip(cands, filt.alive, strict=True) if a],
+                            filt.states) from None
+
+
+def _filter(machine: Machine, options: InferOptions, deadline: Deadline,
+            cands: list[Candidate], filt: _Filter) -> Reachable:
+    say = options.progress or (lambda line: None)
     say(f"{len(cands):,} candidates from templates")
 
     class _TooBig(Exception):
@@ -197,17 +240,23 @@ def reachable_candidates(machine: Machine, options: InferOptions) -> Reachable:
 
     sampled = False
     try:
+        deadline.check(FILTER_PHASE)
         result = check(machine, BfsOptions(deadlock=False, on_level=on_level,
-                                           progress=options.progress))
+                                           progress=options.progress, timeout=deadline.left()))
+        if result.outcome == UNKNOWN:  # the BFS's own stop at what was left of the deadline
+            raise OutOfTime(FILTER_PHASE)
         if result.violation is not None:
             raise CheckerError(f"infer: the model violates {result.violation.name} "
                                f"(see `ctmc check`); lemmas are inferred for models that hold")
     except _TooBig:
         sampled = True
-        filt = _Filter(machine, cands)
+        filt = _Filter(machine, cands, deadline)
         say(f"more than {options.max_states:,} reachable states: {options.walks:,} random "
             "walks instead")
-        filt.see_rows(_walk_states(machine, options))
+        try:
+            filt.see_rows(_walk_states(machine, options, deadline))
+        except OutOfTime as out:  # no walk state judged yet: only the templates are known
+            raise FilterStopped(out.phase, list(cands), 0) from None
     say(f"{int(filt.alive.sum()):,} candidates hold in {filt.states:,} "
         f"{'sampled' if sampled else 'reachable'} states")
     kept = [c for c, a in zip(cands, filt.alive, strict=True) if a]
@@ -219,7 +268,7 @@ def as_properties(kept: list[Candidate]) -> list[Property]:
     return [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
 
 
-def _walk_states(machine: Machine, options: InferOptions) -> np.ndarray:
+def _walk_states(machine: Machine, options: InferOptions, deadline: Deadline) -> np.ndarray:
     """States of seeded random walks, as an (n, slots) array."""
     rng = random.Random(options.seed)
     scalar = ScalarMachine(machine)
@@ -227,6 +276,7 @@ def _walk_states(machine: Machine, options: InferOptions) -> np.ndarray:
     seen: dict[tuple[int, ...], None] = {}
     ticker = Ticker(options.progress, lambda n: f"random walks: {n:,} of {options.walks:,}")
     for _ in range(options.walks):
+        deadline.check(FILTER_PHASE)
         ticker.tick()
         state = rng.choice(inits)
         seen.setdefault(state, None)
@@ -245,7 +295,7 @@ NO_ERROR = "(no action errs)"
 EXPANSION = 2000  # states run from each Houdini counterexample's first state
 
 
-def houdini(machine: Machine, props: list[Property], timeout: float | None,
+def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
             progress: Callable[[str], None] | None,
             expand: int = EXPANSION) -> tuple[set[str], int]:
     """The largest subset of `props` that is inductive with one step, with the
@@ -256,9 +306,12 @@ def houdini(machine: Machine, props: list[Property], timeout: float | None,
     alive. Every state reachable from it then satisfies the greatest inductive
     subset, so whatever falls in any of them (up to `expand` states, run by the
     scalar backend and judged in NumPy batches) is dropped in the same round: the
-    result is the same fixpoint, in fewer solver calls."""
-    u = Unrolling(machine)
-    solver = new_solver(None if timeout is None else int(timeout * 1000))
+    result is the same fixpoint, in fewer solver calls. Raises HoudiniStopped, with
+    the members still alive, when the deadline passes."""
+    deadline = deadline or Deadline(None)
+    deadline.check("Houdini")
+    u = Unrolling(machine, deadline=deadline)
+    solver = new_solver()
     solver.add(u.admissible(0), u.step(0), u.enc.domain(u.state(1)))
     pool = machine.invariants + props
     pre = {p.name: u.prop_holds(p, 0) for p in pool}
@@ -272,33 +325,38 @@ def houdini(machine: Machine, props: list[Property], timeout: float | None,
     concrete = _Concrete(machine, pool)
     alive = list(steps) + list(pre)
     rounds = 0
-    while True:
-        rounds += 1
-        goal = z3.And(*[steps[n] for n in alive if n in steps],
-                      z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
-        solver.push()
-        solver.add(z3.Not(goal))
-        with Heartbeat(progress, f"houdini round {rounds:>3} | solving, {len(alive):,} alive"):
-            answer = solver.check(*[lits[n] for n in alive if n in lits])
-        if answer == z3.unknown:
-            raise CheckerError(f"infer: the solver gave up during Houdini "
-                               f"({solver.reason_unknown()})")
-        if answer == z3.unsat:
+    try:
+        while True:
+            rounds += 1
+            goal = z3.And(*[steps[n] for n in alive if n in steps],
+                          z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
+            solver.push()
+            solver.add(z3.Not(goal))
+            with Heartbeat(progress, f"houdini round {rounds:>3} | solving, "
+                                     f"{len(alive):,} alive"):
+                answer = deadline.solve(solver, f"Houdini round {rounds}",
+                                        *[lits[n] for n in alive if n in lits])
+            if answer == z3.unknown:
+                raise CheckerError(f"infer: the solver gave up during Houdini "
+                                   f"({solver.reason_unknown()})")
+            if answer == z3.unsat:
+                solver.pop()
+                return set(alive), rounds
+            model = solver.model()
+            on = z3.is_true(model.eval(explored, model_completion=True))
+            fell = {n for n in alive if z3.is_false(model.eval(
+                steps[n] if n in steps else post[n], model_completion=True))
+                and (n in steps or on)}
             solver.pop()
-            return set(alive), rounds
-        model = solver.model()
-        on = z3.is_true(model.eval(explored, model_completion=True))
-        fell = {n for n in alive if z3.is_false(model.eval(
-            steps[n] if n in steps else post[n], model_completion=True))
-            and (n in steps or on)}
-        solver.pop()
-        start = u.decode(model, 0)[0]
-        fell |= concrete.falls_from(start, set(alive) - fell, expand)
-        alive = [n for n in alive if n not in fell]
-        if progress:
-            named = ", ".join(sorted(n for n in fell if not n.startswith("Inferred")))
-            progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | {len(alive):>5} "
-                     f"left" + (f" | fell: {named}" if named else ""))
+            start = u.decode(model, 0)[0]
+            fell |= concrete.falls_from(start, set(alive) - fell, expand, deadline)
+            alive = [n for n in alive if n not in fell]
+            if progress:
+                named = ", ".join(sorted(n for n in fell if not n.startswith("Inferred")))
+                progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | "
+                         f"{len(alive):>5} left" + (f" | fell: {named}" if named else ""))
+    except OutOfTime as out:  # what fell in the unfinished round has not been dropped
+        raise HoudiniStopped(out.phase, alive, rounds - 1) from None
 
 
 class _Concrete:
@@ -310,14 +368,15 @@ class _Concrete:
         self.names = [p.name for p in pool]
         self.filter = _Filter(machine, [Candidate(p.expr, p.name) for p in pool])
 
-    def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int) -> set[str]:
+    def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int,
+                   deadline: Deadline) -> set[str]:
         """Members of `alive` some state (or step) reachable from `start` falsifies,
-        exploring breadth-first up to `budget` states. `start` must satisfy all of
-        `alive`."""
+        exploring breadth-first up to `budget` states (fewer when the deadline passes:
+        what fell so far is as true). `start` must satisfy all of `alive`."""
         fell: set[str] = set()
         self.filter.alive[:] = [n in alive for n in self.names]
         seen, frontier = {start}, [start]
-        while frontier and len(seen) < budget:
+        while frontier and len(seen) < budget and not deadline.expired():
             level = []
             for state in frontier:
                 for action in self.actions:
@@ -342,57 +401,106 @@ class _Concrete:
 
 def infer(machine: Machine, options: InferOptions) -> InferResult:
     """Candidates -> reachable-state filter -> Houdini -> drop what the others imply ->
-    the minimal set a proof needs, and the rest."""
+    the minimal set a proof needs, and the rest. `options.timeout` bounds all of it
+    (one `Deadline`); running out leaves `unknown` set and `proves` False, with what
+    was established by then: the Houdini survivors, once Houdini has finished."""
     refuse_unchecked(machine, "infer")
-    started = time.perf_counter()
+    deadline = Deadline(options.timeout, options.started)
+    out = InferResult(0, 0, [], 0, False, proves=False)
+    try:
+        _infer(machine, options, deadline, out)
+    except OutOfTime as stopped:
+        out.proves = False
+        out.unknown = deadline.describe(stopped.phase)
+    out.stats["seconds"] = round(deadline.spent(), 3)
+    return out
+
+
+def _infer(machine: Machine, options: InferOptions, deadline: Deadline,
+           out: InferResult) -> None:
+    """`infer`'s stages, filling `out` as each one finishes."""
     say = options.progress or (lambda line: None)
-    prove_options = ProveOptions(k=1, timeout=options.timeout, progress=options.progress)
+    prove_options = ProveOptions(k=1, progress=options.progress)
     if options.spec_lemmas and machine.lemmas:
-        enough = prove(machine, prove_options)
+        enough = _prove(machine, prove_options, deadline, "the proof with the spec's lemmas")
         if enough.outcome == PROVED:  # nothing is missing: no search needed
             say("the spec's lemmas already prove every invariant")
-            return InferResult(0, 0, [], 0, False, proves=True,
-                               spec_lemmas_used=enough.lemmas_used,
-                               stats={"seconds": round(time.perf_counter() - started, 3)})
-    found = reachable_candidates(machine, options)
+            out.proves, out.spec_lemmas_used = True, enough.lemmas_used
+            return
+    try:
+        found = reachable_candidates(machine, options, deadline)
+    except FilterStopped as stop:
+        out.survivors = stop.alive
+        out.alive_note = (f"true in the {stop.states:,} state{'s' if stop.states != 1 else ''}"
+                          f" seen so far (the filter had not finished), not yet checked for "
+                          f"induction")
+        out.unfiltered = True
+        raise
+    out.candidates, out.after_states = found.total, len(found.kept)
+    out.states, out.sampled = found.states, found.sampled
     kept = found.kept
     own = list(machine.lemmas) if options.spec_lemmas else []
     inferred = as_properties(kept)
     t0 = time.perf_counter()
-    alive, rounds = houdini(machine, own + inferred, options.timeout, options.progress)
-    houdini_seconds = time.perf_counter() - t0
+    try:
+        alive, rounds = houdini(machine, own + inferred, deadline, options.progress)
+    except HoudiniStopped as stop:
+        standing = set(stop.alive)
+        out.survivors = [c for p, c in zip(inferred, kept, strict=True) if p.name in standing]
+        out.alive_note = (f"true in every state seen and not yet dropped after "
+                          f"{stop.rounds} Houdini rounds; not known to be inductive")
+        raise
+    except OutOfTime:
+        out.survivors = kept
+        out.alive_note = "true in every state seen; Houdini had not yet started"
+        raise
+    out.stats["houdini_seconds"] = round(time.perf_counter() - t0, 3)
     survivors = [(p, c) for p, c in zip(inferred, kept, strict=True) if p.name in alive]
     own_alive = [p for p in own if p.name in alive]
-    dropped = [n for n in [p.name for p in machine.invariants + machine.step_invariants]
-               + [NO_ERROR] if n not in alive]
-    independent = drop_implied(machine, survivors, own_alive, options.progress)
-    out = InferResult(found.total, len(kept), [c for _, c in independent], found.states,
-                      found.sampled, proves=False, dropped_invariants=dropped,
-                      houdini_rounds=rounds, implied=len(survivors) - len(independent),
-                      spec_lemmas_dropped=[p.name for p in own if p.name not in alive])
-    if not dropped:
-        lemmas = own_alive + [p for p, _ in independent]
-        proof = prove(dataclasses.replace(machine, lemmas=lemmas), prove_options)
-        out.proves = proof.outcome == PROVED
-        if out.proves:
-            needed = minimal_proof(machine, lemmas, proof.lemmas_used, prove_options)
-            out.spec_lemmas_used = [p.name for p in own_alive if p.name in needed]
-            out.needed = [c for p, c in independent if p.name in needed]
-            out.others = [c for p, c in independent if p.name not in needed]
-    out.stats = {"houdini_seconds": round(houdini_seconds, 3),
-                 "seconds": round(time.perf_counter() - started, 3)}
-    return out
+    out.survivors, out.houdini_rounds = [c for _, c in survivors], rounds
+    out.alive_note = (f"inductive after {rounds} Houdini rounds; whether they prove the "
+                      f"invariants is not known")
+    out.dropped_invariants = [n for n in [p.name for p in machine.invariants
+                                          + machine.step_invariants] + [NO_ERROR]
+                              if n not in alive]
+    out.spec_lemmas_dropped = [p.name for p in own if p.name not in alive]
+    independent = drop_implied(machine, survivors, own_alive, options.progress, deadline)
+    out.survivors = [c for _, c in independent]
+    out.implied = len(survivors) - len(independent)
+    if out.dropped_invariants:
+        return
+    lemmas = own_alive + [p for p, _ in independent]
+    proof = _prove(dataclasses.replace(machine, lemmas=lemmas), prove_options, deadline,
+                   "the proof with the lemmas found")
+    if proof.outcome != PROVED:
+        return
+    needed = minimal_proof(machine, lemmas, proof.lemmas_used, prove_options, deadline)
+    out.proves = True
+    out.spec_lemmas_used = [p.name for p in own_alive if p.name in needed]
+    out.needed = [c for p, c in independent if p.name in needed]
+    out.others = [c for p, c in independent if p.name not in needed]
+
+
+def _prove(machine: Machine, options: ProveOptions, deadline: Deadline,
+           phase: str) -> ProofResult:
+    """`prove` within the deadline, which it running out raises (as OutOfTime(phase))."""
+    result = prove(machine, options, deadline)
+    if result.outcome == UNKNOWN and deadline.ran_out:
+        raise OutOfTime(phase)
+    return result
 
 
 def drop_implied(machine: Machine, cands: list[tuple[Property, Candidate]],
-                 facts: list[Property], progress: Progress | None
-                 ) -> list[tuple[Property, Candidate]]:
+                 facts: list[Property], progress: Progress | None,
+                 deadline: Deadline | None = None) -> list[tuple[Property, Candidate]]:
     """`cands` without those the others imply, with the invariants and `facts`, in every
     explored state (Z3 decides). Weaker forms are tried first (implications and
     inequalities before equalities), so `x == y` stays and `x <= y` goes."""
     if not cands:
         return []
-    u = Unrolling(machine)
+    deadline = deadline or Deadline(None)
+    deadline.check(PRUNE_PHASE)
+    u = Unrolling(machine, deadline=deadline)
     solver = new_solver()
     solver.add(u.enc.domain(u.state(0)), u.explored(0))
     for p in machine.invariants + facts:
@@ -408,8 +516,8 @@ def drop_implied(machine: Machine, cands: list[tuple[Property, Candidate]],
     for p, _ in sorted(cands, key=lambda pc: (_strength(pc[1].source), pc[1].source)):
         ticker.tick()
         others = [holds[n] for n in alive if n != p.name]
-        if solver.check(*others, fails[p.name]) == z3.unsat:  # the others imply it
-            alive.discard(p.name)
+        if deadline.solve(solver, PRUNE_PHASE, *others, fails[p.name]) == z3.unsat:
+            alive.discard(p.name)  # the others imply it
     return [(p, c) for p, c in cands if p.name in alive]
 
 
@@ -421,12 +529,13 @@ def _strength(source: str) -> int:
 
 
 def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
-                  options: ProveOptions) -> list[str]:
+                  options: ProveOptions, deadline: Deadline | None = None) -> list[str]:
     """A minimal subset of `core` (lemmas an inductive proof used) that still proves the
     invariants: without any one of those left, the proof fails. Removing a lemma also
     removes a goal (it must be preserved), so a removal can make another one
     unnecessary: deletion passes repeat until none removes anything."""
     needed = list(core)
+    deadline = deadline or Deadline(options.timeout, options.started)
     say = options.progress or (lambda line: None)
     quiet = dataclasses.replace(options, progress=None)
     by_name = {p.name: p for p in lemmas}
@@ -436,7 +545,8 @@ def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
         changed, passes = False, passes + 1
         for name in list(needed):
             trial = [by_name[n] for n in needed if n != name]
-            if prove(dataclasses.replace(machine, lemmas=trial), quiet).outcome == PROVED:
+            if _prove(dataclasses.replace(machine, lemmas=trial), quiet, deadline,
+                      "minimising the proof").outcome == PROVED:
                 needed.remove(name)
                 changed = True
             say(f"minimising the proof: pass {passes}, {len(needed):,} lemmas needed")

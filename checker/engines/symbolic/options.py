@@ -11,6 +11,7 @@ class BmcOptions:
     depth: int
     deadlock: bool = False
     timeout: float | None = None  # seconds for the whole run; None: no limit
+    started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None
 
 
@@ -19,4 +20,5 @@ class ProveOptions:
     k: int = 1
     deadlock: bool = False
     timeout: float | None = None  # seconds for the whole proof; None: no limit
+    started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None

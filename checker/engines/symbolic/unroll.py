@@ -27,11 +27,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 import z3
 
 from checker.backends.scalar import ScalarMachine, State
 from checker.backends.z3_terms import Z3Encoder
+from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.errors import EvalError
 from checker.lang import expr as E
 from checker.lang.expr import BOOL
@@ -45,16 +47,49 @@ class DecodeError(RuntimeError):
     """A Z3 model that the scalar backend does not confirm: a bug in an encoding."""
 
 
-NO_TIMEOUT = 4294967295  # Z3's default: no per-check timeout
-
-
-def new_solver(timeout_ms: int | None = None) -> z3.Solver:
-    """A solver with fixed seeds (and an optional per-check timeout)."""
+def new_solver() -> z3.Solver:
+    """A solver with fixed seeds (a `Deadline` sets each check's timeout)."""
     solver = z3.Solver()
     solver.set("random_seed", SEED)
-    if timeout_ms:
-        solver.set("timeout", int(timeout_ms))
     return solver
+
+
+# Z3's statistics worth a benchmark's line: work done (rlimit counts it the same on any
+# machine), search effort, and the solver's own memory
+FIGURES = {"rlimit count": "rlimit", "conflicts": "conflicts", "decisions": "decisions",
+           "propagations": "propagations", "num checks": "checks", "max memory": "max_memory_mb"}
+
+
+def solver_figures(solver: z3.Solver) -> dict[str, float]:
+    """The FIGURES of everything `solver` has done so far."""
+    stats = solver.statistics()
+    return {name: stats.get_key_value(key) for key, name in FIGURES.items()
+            if key in stats.keys()}
+
+
+class Least(NamedTuple):
+    """A model of the least path, or, when the deadline stopped the search for it
+    (`least` False), of some path of the same length that is just as bad."""
+
+    model: z3.ModelRef
+    least: bool
+
+
+# A position of a path to fix: (constrain, lo, hi), `constrain(c)` meaning "at most c"
+Choice = tuple[Callable[[int], z3.BoolRef], int, int]
+
+
+def _least_in(model: z3.ModelRef, constrain: Callable[[int], z3.BoolRef], lo: int,
+              hi: int) -> int:
+    """The least c in [lo, hi] whose `constrain(c)` the model satisfies (it must satisfy
+    `constrain(hi)`): evaluation only, no solver call."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if z3.is_true(model.eval(constrain(mid), model_completion=True)):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @dataclass(frozen=True)
@@ -69,12 +104,16 @@ class Bad:
 class Unrolling:
     """Z3 state vectors s0, s1, ... of one machine and the formulas over them."""
 
-    def __init__(self, machine: Machine, prefix: str = "s"):
+    def __init__(self, machine: Machine, prefix: str = "s", deadline: Deadline | None = None):
         self.machine = machine
+        # checked per action and per property while formulas are built: encoding a big
+        # machine takes seconds, and a timeout must not wait for all of it
+        self.deadline = deadline or Deadline(None)
         self.enc = Z3Encoder(machine)
         self.prefix = prefix
         self.states: list[list[z3.ExprRef]] = []
         self.scalar = ScalarMachine(machine)
+        self._transitions: dict[int, list[z3.BoolRef]] = {}
 
     def state(self, i: int) -> list[z3.ExprRef]:
         while len(self.states) <= i:
@@ -102,23 +141,31 @@ class Unrolling:
         return z3.And(self.enc.domain(self.state(i)), self.explored(i))
 
     def step(self, i: int, upto: int | None = None) -> z3.BoolRef:
-        """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}."""
-        before, after = self.state(i), self.state(i + 1)
-        actions = self.machine.actions[:None if upto is None else upto + 1]
-        return z3.Or([self.enc.transition(a, before, after) for a in actions])
+        """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}.
+        Each step's transitions are encoded once: the least-trace search asks for many
+        prefixes of them."""
+        if i not in self._transitions:
+            before, after = self.state(i), self.state(i + 1)
+            encoded = []
+            for a in self.machine.actions:
+                self.deadline.check()
+                encoded.append(self.enc.transition(a, before, after))
+            self._transitions[i] = encoded
+        return z3.Or(self._transitions[i][:None if upto is None else upto + 1])
 
-    def canonical(self, solver: z3.Solver, k: int,
-                  progress: Progress | None = None) -> z3.ModelRef:
+    def canonical(self, solver: z3.Solver, k: int, progress: Progress | None = None,
+                  deadline: Deadline | None = None) -> Least:
         """Of the paths of length k the solver admits (it must answer sat), the one with
         the smallest (initial state, action ids) in lexicographic order. Z3's own choice
         depends on everything the process asked it before; this one does not, and a
         path is fixed by its initial state and actions. Binary search per position."""
         choices = [(lambda upto: self.init(0, upto), 0, self.n_inits() - 1)]
-        return self._least(solver, choices + self._action_choices(k), progress=progress)
+        return self._least(solver, choices + self._action_choices(k), (), progress, deadline)
 
     def canonical_from_any(self, solver: z3.Solver, k: int,
                            assumptions: Sequence[z3.BoolRef] = (),
-                           progress: Progress | None = None) -> z3.ModelRef:
+                           progress: Progress | None = None,
+                           deadline: Deadline | None = None) -> Least:
         """Like `canonical` for paths that may start anywhere (counterexamples to
         induction): the smallest first state, slot by slot in declaration order, then
         the smallest action ids. Small values also make the state easier to read.
@@ -126,9 +173,10 @@ class Unrolling:
         first = self.state(0)
         choices = [((lambda upto, v=v: self._at_most(v, upto)), slot.lo, slot.hi)
                    for v, slot in zip(first, self.machine.slots, strict=True)]
-        return self._least(solver, choices + self._action_choices(k), assumptions, progress)
+        return self._least(solver, choices + self._action_choices(k), assumptions, progress,
+                           deadline)
 
-    def _action_choices(self, k: int) -> list[tuple[Callable[[int], z3.BoolRef], int, int]]:
+    def _action_choices(self, k: int) -> list[Choice]:
         n = len(self.machine.actions)
         return [(partial(self.step, i), 0, n - 1) for i in range(k)]
 
@@ -138,41 +186,23 @@ class Unrolling:
         return self.enc.numbers.le(v, self.enc.numbers.val(x))
 
     @staticmethod
-    def _least(solver: z3.Solver, choices: list[tuple[Callable[[int], z3.BoolRef], int, int]],
-               assumptions: Sequence[z3.BoolRef] = (),
-               progress: Progress | None = None) -> z3.ModelRef:
+    def _least(solver: z3.Solver, choices: list[Choice], assumptions: Sequence[z3.BoolRef],
+               progress: Progress | None, deadline: Deadline | None) -> Least:
         """Fix each choice in turn to the least value `c` for which `constrain(c)` (a
-        monotone "at most c") is still satisfiable, by binary search on [lo, hi]. A
-        violation exists once we get here, so the search runs without the caller's
-        timeout: an `unknown` taken for `unsat` would make the choice wrong."""
-        solver.set("timeout", NO_TIMEOUT)
+        monotone "at most c") is still satisfiable (`_LeastSearch`). The deadline
+        applies to the queries (an `unknown` taken for `unsat` would make a choice
+        wrong); when it passes, the latest model is returned as it is: a violation of
+        the same length, just not the least one."""
+        search = _LeastSearch(solver, choices, assumptions, deadline or Deadline(None))
         solver.push()
-        with Heartbeat(progress, "choosing the least trace") as beat:
-            for number, (constrain, lo, hi) in enumerate(choices, 1):
-                beat.set(f"choosing the least trace: choice {number} of {len(choices)}")
-                first = lo
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    solver.push()
-                    solver.add(constrain(mid))
-                    answer = solver.check(*assumptions)
-                    solver.pop()
-                    if answer == z3.unknown:
-                        raise DecodeError(f"the solver gave up while choosing the canonical "
-                                          f"path ({solver.reason_unknown()})")
-                    if answer == z3.sat:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                solver.add(constrain(lo), z3.Not(constrain(lo - 1)) if lo > first
-                           else z3.BoolVal(True))
-            answer = solver.check(*assumptions)
-        model = solver.model() if answer == z3.sat else None
-        solver.pop()
-        if model is None:
-            raise DecodeError("the solver lost the counterexample while choosing the "
-                              "canonical one (a timeout?)")
-        return model
+        try:
+            with Heartbeat(progress, "choosing the least trace") as beat:
+                search.run(beat)
+        except OutOfTime:
+            return Least(search.model, False)
+        finally:
+            solver.pop()
+        return Least(search.model, True)
 
     # --- properties ----------------------------------------------------------------
     def state_props(self) -> list[Property]:
@@ -181,6 +211,7 @@ class Unrolling:
 
     def prop_holds(self, p: Property, i: int) -> z3.BoolRef:
         """Invariant or lemma `p` is defined and true in s_i."""
+        self.deadline.check()
         return self._holds(p.expr, self.state(i))
 
     def step_prop_holds(self, p: Property, i: int) -> z3.BoolRef:
@@ -193,6 +224,7 @@ class Unrolling:
         errs: list[z3.BoolRef] = []
         guards: list[z3.BoolRef] = []
         for a in self.machine.actions:
+            self.deadline.check()
             guard = self.enc.term(a.guard, s)
             guards.append(guard)
             gdef = E.defined(a.guard)
@@ -306,3 +338,103 @@ class Unrolling:
         if deadlock and not enabled:
             return Bad("deadlock", "Deadlock", None)
         return None
+
+
+class _LeastSearch:
+    """The lexicographically least values of `choices`, each fixed in turn given those
+    before it, on a solver that has just answered sat.
+
+    Queries are few because most least values are the choice's lowest (`lo`):
+
+    - the latest model bounds every search from above, so a value it already takes
+      costs no query, and a run of choices it leaves at `lo` costs none;
+    - a run the model does not leave at `lo` is asked for whole: how many choices
+      from here can all take `lo`, by galloping (1, 2, 4, ... more) then bisection;
+      the one after the run cannot, and its value is found by binary search.
+
+    The latest model always satisfies every choice fixed so far (it came from the last
+    sat query, which asked for what was then fixed), so it is the answer at the end,
+    or, if the deadline stops the search, a path just as bad."""
+
+    def __init__(self, solver: z3.Solver, choices: list[Choice],
+                 assumptions: Sequence[z3.BoolRef], deadline: Deadline):
+        self.solver, self.choices = solver, choices
+        self.assumptions, self.deadline = assumptions, deadline
+        self.model = solver.model()
+
+    def run(self, beat: Heartbeat) -> None:
+        i, n = 0, len(self.choices)
+        while i < n:
+            beat.set(f"choosing the least trace: choice {i + 1} of {n}")
+            run = self._run_at_lowest(i)
+            for j in range(i, i + run):
+                self._fix(j, self.choices[j][1])
+            i += run
+            if i < n:  # choice i cannot take its lowest value
+                self._fix(i, self._least_value(i))
+                i += 1
+
+    def _ask(self, *constraints: z3.BoolRef) -> bool:
+        """Can the path satisfy `constraints` too? A yes moves to its model."""
+        self.solver.push()
+        self.solver.add(*constraints)
+        try:
+            answer = self.deadline.solve(self.solver, "the search for the least trace",
+                                         *self.assumptions)
+            if answer == z3.sat:
+                self.model = self.solver.model()
+        finally:
+            self.solver.pop()
+        if answer == z3.unknown:
+            raise DecodeError(f"the solver gave up while choosing the canonical path "
+                              f"({self.solver.reason_unknown()})")
+        return answer == z3.sat
+
+    def _lowest(self, i: int, j: int) -> list[z3.BoolRef]:
+        """Choices i..j-1 at their lowest values."""
+        return [constrain(lo) for constrain, lo, _ in self.choices[i:j]]
+
+    def _model_run(self, i: int) -> int:
+        """How many choices from i the latest model has at their lowest values."""
+        j = i
+        while j < len(self.choices) and z3.is_true(self.model.eval(
+                self.choices[j][0](self.choices[j][1]), model_completion=True)):
+            j += 1
+        return j - i
+
+    def _run_at_lowest(self, i: int) -> int:
+        """The longest run of choices from i that can all take their lowest values."""
+        n = len(self.choices) - i
+        good, bad, step = self._model_run(i), None, 1
+        while good < n and bad is None:
+            size = min(good + step, n)
+            if self._ask(*self._lowest(i, i + size)):
+                good, step = max(size, self._model_run(i)), step * 2
+            else:
+                bad = size
+        while bad is not None and bad - good > 1:
+            mid = (good + bad) // 2
+            if self._ask(*self._lowest(i, i + mid)):
+                good = max(mid, self._model_run(i))
+            else:
+                bad = mid
+        return good
+
+    def _least_value(self, i: int) -> int:
+        """The least value of choice i, which is above its lowest: binary search, from
+        above by the latest model."""
+        constrain, lo, hi = self.choices[i]
+        lo, hi = lo + 1, _least_in(self.model, constrain, lo, hi)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._ask(constrain(mid)):
+                hi = _least_in(self.model, constrain, lo, mid)
+            else:
+                lo = mid + 1
+        return lo
+
+    def _fix(self, i: int, value: int) -> None:
+        constrain, lo, _ = self.choices[i]
+        self.solver.add(constrain(value))
+        if value > lo:
+            self.solver.add(z3.Not(constrain(value - 1)))
