@@ -73,7 +73,7 @@ def _model(path: Path) -> tuple[Machine, dict[str, Any]]:
     wanted = data.get("invariants") or []
     if wanted:
         known = {p.name for p in machine.invariants + machine.step_invariants
-                 + machine.liveness}
+                 + machine.lemmas + machine.liveness}
         unknown = sorted(set(wanted) - known)
         assert not unknown, f"{path.name}: unknown invariants {unknown}"
         machine = dataclasses.replace(
