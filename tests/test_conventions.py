@@ -116,9 +116,9 @@ def test_the_symbolic_engines_report_progress_and_quiet_silences_them(fast_progr
     bmc_run = ctmc("bmc", "mutation_reset_cur_on_prev_exit", "--depth", "7")
     assert "depth   6 | solving" in bmc_run.stderr or "depth   7 | solving" in bmc_run.stderr
     assert "choosing the least trace: choice" in bmc_run.stderr
-    proof = ctmc("prove", "tracker_small")
+    proof = ctmc("prove", "log_driven_tiny")
     assert "inductive step (k=1) |" in proof.stderr and "unsat core" in proof.stderr
-    quiet = ctmc("prove", "tracker_small", "--quiet")
+    quiet = ctmc("prove", "log_driven_tiny", "--quiet")
     assert quiet.stderr == ""
 
 
