@@ -31,7 +31,7 @@ LATE_COUNTEREXAMPLES = {
     "log_driven_mutation_lease_request_carries_start",  # 0.4M
     "log_driven_mutation_merge_without_timestamp_cache_bump",  # 1.5M
     "log_driven_mutation_repropose_without_tracking",  # 1.7M
-    "log_driven_mutation_sender_keeps_moved_range",  # 2.2M
+    "log_driven_mutation_sender_keeps_moved_range",  # 0.8M
 }
 PER_RUN = ("workers", "bytes_per_state", "resumed", "peak_rss_mb_workers")  # the run, not the model
 
