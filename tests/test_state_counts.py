@@ -270,18 +270,17 @@ def test_engine_agrees_with_naive_on_model(path):
     # Counts: both explore everything with the properties off. A checked naive run that
     # found nothing explored exactly those states (properties and deadlock only report).
     checked = _naive_checked(path)
-    ref = checked if checked.violation is None else _naive(
+    counts = checked if checked.violation is None else _naive(
         path, _unchecked(machine), deadlock=False, max_depth=max_depth)
     full = check(_unchecked(machine), options(max_depth=max_depth, deadlock=False))
-    assert full.stats["distinct_states"] == ref.distinct, path.name
-    assert full.stats["diameter"] == ref.diameter, path.name
+    assert full.stats["distinct_states"] == counts.distinct, path.name
+    assert full.stats["diameter"] == counts.diameter, path.name
     # Transitions computed; an engine may also count its initial states as generated.
     n_init = len(machine.init_states)
-    assert full.stats["generated"] in (ref.generated, ref.generated + n_init), path.name
+    assert full.stats["generated"] in (counts.generated, counts.generated + n_init), path.name
     # Outcome: the same verdict, with a counterexample of the same (shortest) length.
-    ref = checked
     result = check(machine, options(max_depth=max_depth, deadlock=deadlock))
-    assert result.expectation == ref.outcome, path.name
-    if ref.violation is not None:
-        assert len(result.violation.trace) == len(ref.violation), path.name
+    assert result.expectation == checked.outcome, path.name
+    if checked.violation is not None:
+        assert len(result.violation.trace) == len(checked.violation), path.name
         _assert_replays(result.violation.trace.machine, result.violation.trace.states)
