@@ -325,13 +325,13 @@ def test_saving_writes_only_the_new_levels(tmp_path, monkeypatch):
     whole visited set again: the bytes written grow linearly with the states."""
     spec, params = CASES["exact"]
     written: list[str] = []
-    real = checkpoint_module._write_array
 
-    def spy(path, array):
-        written.append(path.name)
-        return real(path, array)
+    class Spy(checkpoint_module._NpyWriter):
+        def __enter__(self):
+            written.append(self.path.name)
+            return super().__enter__()
 
-    monkeypatch.setattr(checkpoint_module, "_write_array", spy)
+    monkeypatch.setattr(checkpoint_module, "_NpyWriter", Spy)
     check(spec.instantiate(params), options(tmp_path / "ckpt"))
     levels = 2 * 12 + 1
     assert sorted(written) == sorted(f"level-{k}.{kind}.npy" for k in range(levels)

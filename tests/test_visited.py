@@ -116,10 +116,39 @@ def test_records_give_back_parent_and_action():
     steps = [records.step(1, i) for i in range(500)]
     assert steps == list(zip(parents.tolist(), actions.tolist(), strict=True))
     assert records.step(1, 17) == (parents[17], actions[17])
-    back_p, back_a = records.parents_actions(1, np.uint16)
+    level = records.steps(1, np.uint16)
+    assert len(level) == 500
+    back_p, back_a = (np.concatenate(c) for c in zip(*level, strict=True))
     assert np.array_equal(back_p, parents) and np.array_equal(back_a, actions)
-    assert back_a.dtype == np.uint16
+    assert back_a.dtype == np.uint16 and back_p.dtype == np.uint32
     assert records.nbytes < 500 * 2  # 3 * 25 keys: 8 bits a state
+
+
+def test_a_level_decodes_a_chunk_at_a_time_and_again(monkeypatch):
+    """A checkpoint writes a level's steps in chunks (little memory when it is short)
+    and a failed save iterates them again: chunks join to the level, twice over."""
+    from checker.engines.explicit.records import LevelSteps
+
+    monkeypatch.setattr(LevelSteps, "CHUNK", 64)
+    rng = np.random.default_rng(5)
+    records = LevelRecords(n_actions=7)
+    parents, actions = rng.integers(0, 1000, 1001), rng.integers(0, 7, 1001)
+    records.append_parents(parents.astype(np.uint32), actions.astype(np.uint16))
+    level = records.steps(0, np.uint16)
+    for _ in range(2):
+        chunks = list(level)
+        assert [len(p) for p, _ in chunks] == [64] * 15 + [41]
+        assert np.array_equal(np.concatenate([p for p, _ in chunks]), parents)
+        assert np.array_equal(np.concatenate([a for _, a in chunks]), actions)
+
+
+@pytest.mark.parametrize("bits", [4, 12, 28, 44, 64])
+def test_packed_values_decode_by_range(bits):
+    rng = np.random.default_rng(bits)
+    values = rng.integers(0, 2**bits - 1, 999, dtype=np.uint64, endpoint=True)
+    packed = PackedUInts(values, bits)
+    for lo, hi in [(0, 999), (0, 1), (2, 7), (10, 998), (998, 999), (500, 2000), (4, 4)]:
+        assert np.array_equal(packed.decode(lo, hi), values[lo:hi]), (lo, hi)
 
 
 @pytest.mark.parametrize("exact,n_words", [(False, 2), (False, 0), (True, 1)],

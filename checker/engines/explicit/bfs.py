@@ -152,6 +152,9 @@ class _Search:
         return len(self.records) - 1
 
 
+SAVE_RESERVE = 32 << 20  # bytes: a save decodes and writes a level a slice at a time
+
+
 def action_dtype(n_actions: int) -> type[np.unsignedinteger]:
     """Action ids take 2 bytes a state, or 4 for a machine of more than 65,536 actions."""
     return np.uint16 if n_actions <= 1 << 16 else np.uint32
@@ -200,6 +203,8 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
         kernel.canonical = search.canon.canonical
     if options.checkpoint_dir:
         _take_checkpoint(search)
+    # memory held back so that a search that runs out of it can still save its levels
+    reserve = np.empty(SAVE_RESERVE, dtype=np.uint8) if search.checkpoint else None
     out_of_memory = False
     try:
         with _signals_stop(stop):
@@ -215,6 +220,7 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
         if search.pool is not None:  # its processes end with the search, however it ends
             search.pool.close()
     if out_of_memory:
+        del reserve  # now the save's
         raise CheckerError(_out_of_memory(search, started))
     if result.outcome == HOLDS and result.complete and machine.liveness:
         kernel.canonical = None  # the liveness graph keeps every state
@@ -351,10 +357,9 @@ def _save(search: _Search, started: float, background: bool = False) -> None:
     first = search.depth + 1 - len(search.unsaved)
     layout = search.kernel.layout
     assert search.enabled is not None and search.new_states is not None
-    steps = [search.records.parents_actions(d, action_dtype(search.kernel.n_actions))
+    steps = [search.records.steps(d, action_dtype(search.kernel.n_actions))
              for d in range(first, search.depth + 1)]
-    args = (first, search.unsaved, [p for p, _ in steps], [a for _, a in steps],
-            None if layout.exact else np.stack(search.frontier),
+    args = (first, search.unsaved, steps, None if layout.exact else list(search.frontier),
             {"init_states": search.init_states, "generated": search.generated,
              "enabled": search.enabled.tolist(), "new_states": search.new_states.tolist(),
              "seconds": time.perf_counter() - started + search.seconds_before,
@@ -364,7 +369,7 @@ def _save(search: _Search, started: float, background: bool = False) -> None:
     if search.options.progress:
         search.options.progress(f"checkpoint: levels 0-{search.depth} to {checkpoint.path}"
                                 + (" (in the background)" if background else ""))
-    saves.start(*args)
+    saves.start(*args, here=not background)
     if not background:
         _await_saves(search)
 

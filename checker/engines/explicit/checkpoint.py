@@ -29,6 +29,7 @@ import contextlib
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -44,6 +45,7 @@ from checker.engines.durable import (
     unseal,
     write_json,
 )
+from checker.engines.explicit.records import LevelSteps
 from checker.errors import CheckerError
 
 MARKER = "ctmc-checkpoint.json"
@@ -137,23 +139,34 @@ class Checkpoint:
         return checkpoint, checkpoint._load(manifest)
 
     # -- saving ---------------------------------------------------------------------
-    def save(self, first: int, fps: list[np.ndarray], parents: list[np.ndarray],
-             actions: list[np.ndarray], frontier: np.ndarray | None,
-             counters: dict[str, Any]) -> None:
-        """Make levels first..first+len(fps)-1 durable, with `frontier` (packed words of
-        the last level, for hashed fingerprints) and the counters up to them."""
+    def save(self, first: int, fps: list[np.ndarray],
+             steps: Sequence[LevelSteps],
+             frontier: Sequence[np.ndarray] | None, counters: dict[str, Any]) -> None:
+        """Make levels first..first+len(fps)-1 durable, with `frontier` (the last level's
+        packed words, one array per word, for hashed fingerprints) and the counters up to
+        them. Each level's parents and actions come as chunks and every array is written
+        from its own buffer, so a save needs little memory beyond what it writes."""
         last = first + len(fps) - 1
         files = dict(self.files)
-        for k, (f, p, a) in enumerate(zip(fps, parents, actions, strict=True), first):
-            for kind, array in (("fps", f), ("parents", p), ("actions", a)):
-                name = f"level-{k}.{kind}.npy"
-                files[name] = _write_array(self.path / name, array)
+        for k, (f, level) in enumerate(zip(fps, steps, strict=True), first):
+            files[f"level-{k}.fps.npy"] = _write_array(self.path / f"level-{k}.fps.npy", f)
+            with _NpyWriter(self.path / f"level-{k}.parents.npy", np.uint32, (len(f),)) as p, \
+                    _NpyWriter(self.path / f"level-{k}.actions.npy", level.action_dtype,
+                               (len(f),)) as a:
+                for parents, actions in level:
+                    p.write(parents)
+                    a.write(actions)
+            files[p.path.name], files[a.path.name] = p.entry, a.entry
         words = f"level-{last}.words.npy"
         stale = [n for n in files if n.endswith(".words.npy") and n != words]
         for name in stale:
             del files[name]
         if frontier is not None:
-            files[words] = _write_array(self.path / words, frontier)
+            n = len(frontier[0]) if len(frontier) else 0
+            with _NpyWriter(self.path / words, np.uint64, (len(frontier), n)) as w:
+                for column in frontier:
+                    w.write(column)
+            files[words] = w.entry
         body = {"format": FORMAT, "identity": self.identity, "levels": last + 1,
                 "files": files, **counters}
         write_json(self.path / MANIFEST, seal(body))
@@ -210,9 +223,13 @@ class BackgroundSaves:
     def busy(self) -> bool:
         return self.thread is not None and self.thread.is_alive()
 
-    def start(self, *args: Any) -> None:
-        """`Checkpoint.save(*args)` in the background; the previous save must be done."""
+    def start(self, *args: Any, here: bool = False) -> None:
+        """`Checkpoint.save(*args)` in the background, or `here` in this thread (no
+        thread to start when memory is short); the previous save must be done."""
         self.wait()
+        if here:
+            self._save(*args)
+            return
         self.thread = threading.Thread(target=self._save, args=args, daemon=True,
                                        name="ctmc-checkpoint")
         try:
@@ -245,29 +262,68 @@ class BackgroundSaves:
 
 # --- files ---------------------------------------------------------------------------
 
-class _Hashing:
-    """A write-only file that hashes what goes through it (np.save writes in chunks)."""
+class _NpyWriter:
+    """An .npy file of a known shape and dtype written as consecutive chunks, straight
+    from their buffers, hashed as it goes; atomic and synced on a clean exit, after
+    which `entry` is its manifest entry (a failed write leaves only a hidden .tmp)."""
 
-    def __init__(self, f: BinaryIO):
-        self.f, self.sha = f, hashlib.sha256()
+    SLICE = 1 << 22  # bytes written at a time
 
-    def write(self, data: bytes) -> int:
-        self.sha.update(data)
-        return self.f.write(data)
+    def __init__(self, path: Path, dtype: Any, shape: tuple[int, ...]):
+        self.path, self.dtype, self.shape = path, np.dtype(dtype), shape
+        self.tmp = path.with_name(f".{path.name}.tmp")
+        self.sha = hashlib.sha256()
+        self.entry: dict[str, Any] = {}
+        self.written = 0
+
+    def __enter__(self) -> _NpyWriter:
+        self.f: BinaryIO = open(self.tmp, "wb")
+        header = {"descr": np.lib.format.dtype_to_descr(self.dtype), "fortran_order": False,
+                  "shape": self.shape}
+        np.lib.format.write_array_header_1_0(self, header)  # type: ignore[arg-type]
+        return self
+
+    def write(self, data: Any) -> None:
+        """Append `data`: header bytes, or an array of this file's dtype (a slice at a
+        time: a column of a memory-mapped frontier is copied a slice at a time)."""
+        if not isinstance(data, np.ndarray):
+            self._write_bytes(memoryview(data).cast("B"))
+            return
+        if data.dtype != self.dtype:
+            raise TypeError(f"{self.path.name}: a {data.dtype} chunk in a {self.dtype} file")
+        flat = data.reshape(-1)
+        step = max(1, self.SLICE // self.dtype.itemsize)
+        for lo in range(0, len(flat), step):
+            self._write_bytes(np.ascontiguousarray(flat[lo:lo + step]).data.cast("B"))
+        self.written += flat.size
+
+    def _write_bytes(self, view: memoryview) -> None:
+        self.sha.update(view)
+        self.f.write(view)
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        try:
+            if kind is None:
+                self.f.flush()
+                os.fsync(self.f.fileno())
+        finally:
+            self.f.close()
+        if kind is not None:
+            return
+        expected = int(np.prod(self.shape))
+        if self.written != expected:
+            raise ValueError(f"{self.path.name}: {self.written} values written of {expected}")
+        os.replace(self.tmp, self.path)
+        self.entry = {"rows": int(self.shape[-1]) if self.shape else 0,
+                      "shape": list(self.shape), "dtype": self.dtype.str,
+                      "sha256": self.sha.hexdigest()}
 
 
 def _write_array(path: Path, array: np.ndarray) -> dict[str, Any]:
     """Write `array` as .npy, atomically and synced; its manifest entry."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        out = _Hashing(f)
-        np.lib.format.write_array(out, np.ascontiguousarray(array), allow_pickle=False)  # type: ignore[arg-type]
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    rows = int(array.shape[-1]) if array.ndim else 0
-    return {"rows": rows, "shape": list(array.shape), "dtype": array.dtype.str,
-            "sha256": out.sha.hexdigest()}
+    with _NpyWriter(path, array.dtype, array.shape) as out:
+        out.write(array)
+    return out.entry
 
 
 def _read_array(path: Path, entry: dict[str, Any], dtype: Any) -> np.ndarray:

@@ -75,15 +75,21 @@ class PackedUInts:
             out |= part << U64(plane[0]) if plane[0] else part
         return out
 
-    def decode(self) -> np.ndarray:
-        """All values, as uint64."""
-        out = np.zeros(self.n, dtype=U64)
+    def decode(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The values at positions lo..hi-1 (all of them by default), as uint64;
+        `lo` is even, so a range starts on a whole byte of the nibble plane."""
+        hi = self.n if hi is None else min(hi, self.n)
+        assert lo % 2 == 0 and 0 <= lo <= hi
+        out = np.zeros(hi - lo, dtype=U64)
         for shift, width, array in self.planes:
             if width == 4:
-                part = np.empty(2 * len(array), dtype=np.uint8)
-                part[0::2] = array & np.uint8(15)
-                part[1::2] = array >> np.uint8(4)
-                array = part[:self.n]
+                packed = array[lo // 2:(hi + 1) // 2]
+                part = np.empty(2 * len(packed), dtype=np.uint8)
+                part[0::2] = packed & np.uint8(15)
+                part[1::2] = packed >> np.uint8(4)
+                array = part[:hi - lo]
+            else:
+                array = array[lo:hi]
             wide = array.astype(U64)
             if shift:
                 wide <<= U64(shift)

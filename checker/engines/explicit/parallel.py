@@ -225,7 +225,7 @@ class Pool:
                     try:
                         channel.send("go")
                     except BrokenPipeError:
-                        raise CheckerError(self._died(w)) from None
+                        raise self._lost(w) from None
             shares = self._gather("states", lambda done: None)
         except BaseException:
             self.close()
@@ -257,7 +257,7 @@ class Pool:
                 if w not in got:  # its message, its failure, or the end of its pipe
                     got[w] = self._receive(w, tag)
                 if ready in deaths:  # even after its message: its part of the set is lost
-                    raise CheckerError(self._died(w))
+                    raise self._lost(w)
             waiting(sum(self.done))
         return [got[w] for w in range(self.n)]
 
@@ -265,13 +265,31 @@ class Pool:
         try:
             got, meta, arrays = self.results[w].recv()
         except EOFError:
-            raise CheckerError(self._died(w)) from None
+            raise self._lost(w) from None
         if got == "out of memory":
             raise MemoryError
         if got == "failed":
             raise CheckerError(f"BFS worker {w + 1} of {self.n} failed: {meta}")
         assert got == tag, (got, tag)
         return meta if tag == "level" else arrays
+
+    def _lost(self, w: int) -> BaseException:
+        """What to raise for worker `w` gone mid-level. A peer that ran out of memory or
+        failed tells us, then ends, and its end ends the others (their pipes close):
+        what a peer told before is the cause, so it is looked for first."""
+        for v, channel in enumerate(self.results):
+            try:
+                for _ in range(8):  # a peer sends at most a few messages before waiting
+                    if v == w or not wait_for([channel.fileno()], 0):
+                        break
+                    got, meta, _ = channel.recv()
+                    if got == "out of memory":
+                        return MemoryError()
+                    if got == "failed":
+                        return CheckerError(f"BFS worker {v + 1} of {self.n} failed: {meta}")
+            except (EOFError, OSError):
+                continue
+        return CheckerError(self._died(w))
 
     def _died(self, w: int) -> str:
         process = self.processes[w]
@@ -461,9 +479,7 @@ class _Worker:
         for channel in self.peers.values():  # where each owner's states fall
             channel.send("fps", None, [fps])
         while len(self.early) < n - 1:
-            v, message = self.inbox.get()
-            if message is None:
-                raise EOFError
+            v, message = _next_message(self.inbox)
             self.early[v] = message[2][0]
         places = np.arange(len(fps), dtype=np.int64)
         for theirs in self.early.values():
@@ -484,11 +500,9 @@ class _Worker:
         or while any are waiting. A peer's new fingerprints are kept for `level`."""
         while len(self.ended) < self.n - 1:
             try:
-                v, message = self.inbox.get(block)
+                v, message = _next_message(self.inbox, block)
             except queue.Empty:
                 return
-            if message is None:
-                raise EOFError
             tag, _, arrays = message
             if tag == "end":
                 self.ended.add(v)
@@ -505,10 +519,19 @@ def _rekey(keys: np.ndarray, ranks: np.ndarray, n_actions: int) -> np.ndarray:
 
 
 def _send_all(channel: _Channel, outbox: queue.SimpleQueue) -> None:
-    """Write what the worker queues for the coordinator, in order; None: stop."""
-    with contextlib.suppress(OSError):
+    """Write what the worker queues for the coordinator, in order; None: stop. Out of
+    memory mid-message, the worker ends (the coordinator says so, and suggests fewer
+    workers), since what it wrote of the message cannot be taken back."""
+    try:
         while (message := outbox.get()) is not None:
             channel.send(*message)
+    except OSError:
+        pass
+    except MemoryError:
+        os._exit(1)
+
+
+_NO_MEMORY = "no memory to receive"  # what a receiving thread hands on when it ran out
 
 
 def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue) -> None:
@@ -518,3 +541,16 @@ def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue) -> None:
             inbox.put((peer, channel.recv()))
     except (EOFError, OSError):
         inbox.put((peer, None))
+    except MemoryError:  # the main thread reports it, as its own running out
+        inbox.put((peer, _NO_MEMORY))
+
+
+def _next_message(inbox: queue.SimpleQueue, block: bool = True) -> tuple[int, Any]:
+    """The next (peer, message) a receiving thread handed on (queue.Empty when none
+    waits and not `block`); a peer gone is EOFError, a receive out of memory MemoryError."""
+    peer, message = inbox.get(block)
+    if message is None:
+        raise EOFError
+    if message is _NO_MEMORY:
+        raise MemoryError
+    return peer, message

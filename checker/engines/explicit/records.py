@@ -9,6 +9,10 @@ take 48. Traces walk these keys back to an initial state.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from checker.engines.explicit.packed import PackedUInts
@@ -42,8 +46,28 @@ class LevelRecords:
         key = int(self.levels[depth].get(np.array([index]))[0])
         return divmod(key, self.n_actions)
 
-    def parents_actions(self, depth: int, action_dtype: type[np.unsignedinteger]
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        """Level `depth` as uint32 parent indexes and `action_dtype` action ids."""
-        parent, action = np.divmod(self.levels[depth].decode(), np.uint64(self.n_actions))
-        return parent.astype(np.uint32), action.astype(action_dtype)
+    def steps(self, depth: int, action_dtype: type[np.unsignedinteger]) -> LevelSteps:
+        """Level `depth` as uint32 parent indexes and `action_dtype` action ids, decoded
+        a chunk at a time when iterated (a checkpoint writes them so, and a save that
+        runs when memory is short needs little of it)."""
+        return LevelSteps(self.levels[depth], self.n_actions, action_dtype)
+
+
+@dataclass(frozen=True)
+class LevelSteps:
+    """One level's (parents, actions), as chunks of at most `CHUNK` states; iterating
+    again starts over (a failed save is retried from the start)."""
+
+    keys: PackedUInts
+    n_actions: int
+    action_dtype: type[np.unsignedinteger]
+    CHUNK: ClassVar[int] = 1 << 18
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for lo in range(0, len(self.keys), self.CHUNK):
+            parent, action = np.divmod(self.keys.decode(lo, lo + self.CHUNK),
+                                       np.uint64(self.n_actions))
+            yield parent.astype(np.uint32), action.astype(self.action_dtype)
