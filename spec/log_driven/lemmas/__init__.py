@@ -10,16 +10,19 @@ model, not only a proof (`spec/README.md`, "Proofs"):
                    acceptance, replicas, claims and follower reads
 - `side.py`        the side transport from n1: bumps, streams, receivers, replicas'
                    side-transport closed ts
+- `splits.py`      a split: range 1 against range 0 (the split last until applied,
+                   right-hand writes before it, range 1's start)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spec.log_driven.lemmas import core, side
+from spec.log_driven.lemmas import core, side, splits
 from spec.log_driven.parts import Ctx
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     core.add(m, p, ctx)
     side.add(m, p, ctx)
+    splits.add(m, p, ctx)

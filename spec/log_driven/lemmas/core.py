@@ -39,42 +39,57 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
-from spec.log_driven.parts import NIL, Ctx, WPhase, tracked
+from checker.lang import And, Exists, ForAll, If, Implies, Min, Not, Or
+from spec.log_driven.parts import NIL, Ctx, WPhase, in_range, tracked
 from spec.tracker import buffer_lists
 
-G = 0  # the core has one range
-X = 0  # and n1 proposes for it
+X = 0  # n1 proposes for every range
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core lemmas: one range, no lease changes, no restart, no injected LAI errors,
-    a lock-free or heap tracker (the side transport adds its own, `side.py`)."""
-    return (ctx.ranges == 1 and not ctx.lease_changes and not ctx.restarts
+    """The core lemmas: one range (or two after a split, each range's lemmas over its
+    own log, without the side transport or reproposals: `splits.py` in this package
+    adds what the split links), no lease changes,
+    no restart, no injected LAI errors, a lock-free or heap tracker (the side transport
+    adds its own, `side.py`)."""
+    shape = ctx.ranges == 1 or (ctx.splits and not ctx.merges and not ctx.reproposals
+                                and not p.side_transport)
+    return (shape and not ctx.lease_changes and not ctx.restarts
             and not p.lai_errors and p.tracker in ("impl", "heap"))
 
 
-class Log:
-    """The log's entries and the attempts, in the state `s` (symbolic or concrete)."""
+def of_range(s: Any, ctx: Ctx, w: Any, g: int) -> Any:
+    """Proposal w, which may be symbolic (a buffer slot's, a log entry's), belongs to
+    range g: a write to the range it evaluated on, the split to range 0."""
+    if ctx.ranges == 1:
+        return True
+    if isinstance(w, int):
+        return in_range(s, ctx, w, g)
+    W = ctx.writes
+    return Or(And(w < W, s.wrng[Min(w, W - 1)] == g), And(w >= W, g == 0))
 
-    def __init__(self, s: Any, ctx: Ctx):
-        self.s, self.ctx = s, ctx
+
+class Log:
+    """Range g's log entries and attempts, in the state `s` (symbolic or concrete)."""
+
+    def __init__(self, s: Any, ctx: Ctx, g: int = 0):
+        self.s, self.ctx, self.g = s, ctx, g
         self.P, self.L = ctx.props, ctx.log_len
 
     def at(self, i: int) -> Any:
         """The proposal at log position i."""
-        return self.s.log[G][i]
+        return self.s.log[self.g][i]
 
     def lai(self, i: int) -> Any:
         """The LAI the entry at position i carries."""
-        return self.s.elai[G][i] if self.ctx.reproposals else self.s.wlai[self.at(i)]
+        return self.s.elai[self.g][i] if self.ctx.reproposals else self.s.wlai[self.at(i)]
 
     def cts(self, i: int) -> Any:
         """The closed ts the entry at position i carries."""
-        return self.s.ects[G][i] if self.ctx.reproposals else self.s.wcts[self.at(i)]
+        return self.s.ects[self.g][i] if self.ctx.reproposals else self.s.wcts[self.at(i)]
 
     def present(self, i: int) -> Any:
-        return i < self.s.loglen[G]
+        return i < self.s.loglen[self.g]
 
     def current(self, i: int) -> Any:
         """The entry at position i is its proposal's newest attempt, flushed (or given up
@@ -96,8 +111,8 @@ class Log:
         newest one: the same attempt twice, which every fact below allows). Without
         reproposals every entry is its flushed proposal's only attempt."""
         s = self.s
-        out = [(s.wphase[w] == WPhase.flushed, w, s.wlai[w], s.wcts[w])
-               for w in range(self.P)]
+        out = [(And(s.wphase[w] == WPhase.flushed, in_range(s, self.ctx, w, self.g)), w,
+                s.wlai[w], s.wcts[w]) for w in range(self.P)]
         if self.ctx.reproposals:
             out += [(self.present(i), self.at(i), self.lai(i), self.cts(i))
                     for i in range(self.L)]
@@ -108,56 +123,63 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     if not applies(p, ctx):
         return
     P, W, N = ctx.props, ctx.writes, ctx.nodes
+    ranges = range(ctx.ranges)
 
     def flushed(s: Any, w: Any) -> Any:
         return s.wphase[w] == WPhase.flushed
 
     def pairs(s: Any, body: Callable[[tuple, tuple], Any]) -> Any:
-        """body(a, b) for every ordered pair of attempts that exist."""
-        att = Log(s, ctx).attempts()
-        return And(*[Implies(And(a[0], b[0]), body(a, b))
-                     for ia, a in enumerate(att) for ib, b in enumerate(att) if ia != ib])
+        """body(a, b) for every ordered pair of attempts of one range that exist."""
+        out = []
+        for g in ranges:
+            att = Log(s, ctx, g).attempts()
+            out += [Implies(And(a[0], b[0]), body(a, b))
+                    for ia, a in enumerate(att) for ib, b in enumerate(att) if ia != ib]
+        return And(*out)
 
     @m.lemma
     def BufferListsBuffered(s):  # noqa: N802 - property names are CamelCase
         """buf[0..buflen) lists each buffered proposal once and nothing else: finish and a
         reproposal never write past the buffer, and flush takes a buffered proposal."""
-        return buffer_lists(s.buf[G][X], s.buflen[G][X],
-                            lambda w: s.wphase[w] == WPhase.buffered, P)
+        return And(*[buffer_lists(s.buf[g][X], s.buflen[g][X], lambda w, g=g: And(
+            s.wphase[w] == WPhase.buffered, of_range(s, ctx, w, g)), P) for g in ranges])
 
     @m.lemma
     def LAIsAssignedOnce(s):  # noqa: N802
         """Every attempt has an LAI in 1..assigned_lai and a closed ts in
-        0..assigned_closed; two different attempts never share an LAI (a flush takes the
-        next LAI); a proposal never flushed has neither."""
-        log = Log(s, ctx)
-
-        def bounded(a: tuple) -> Any:
-            return Implies(a[0], And(a[2] >= 1, a[2] <= s.assigned_lai[G][X], a[3] >= 0,
-                                     a[3] <= s.assigned_closed[G][X]))
+        0..assigned_closed of its range; two different attempts never share an LAI (a
+        flush takes the next LAI); a proposal never flushed has neither."""
+        def bounded(a: tuple, g: int) -> Any:
+            return Implies(a[0], And(a[2] >= 1, a[2] <= s.assigned_lai[g][X], a[3] >= 0,
+                                     a[3] <= s.assigned_closed[g][X]))
         fresh = ForAll(range(P), lambda w: Implies(
             Or(s.wphase[w] == WPhase.idle, s.wphase[w] == WPhase.evaluating),
             And(s.wlai[w] == 0, s.wcts[w] == NIL)))
-        reflushed = ForAll(range(P), lambda w: s.wlai[w] <= s.assigned_lai[G][X])
+        reflushed = ForAll([(g, w) for g in ranges for w in range(P)], lambda gw: Implies(
+            in_range(s, ctx, gw[1], gw[0]), s.wlai[gw[1]] <= s.assigned_lai[gw[0]][X]))
 
         def distinct(a: tuple, b: tuple) -> Any:
             return Or(a[2] != b[2], And(a[1] == b[1], a[3] == b[3]))
         # one LAI per flush: a first flush, or the re-flush a reproposal spent its budget on
-        first = sum(If(And(s.wlai[w] > 0, s.wphase[w] != WPhase.buffered), 1, 0)
-                    for w in range(P))
-        spent = ctx.reproposals - s.reproposals_left if ctx.reproposals else 0
-        count = s.assigned_lai[G][X] == first + spent
-        return And(*[bounded(a) for a in log.attempts()], fresh, reflushed, count,
-                   pairs(s, distinct))
+        counts = []
+        for g in ranges:
+            first = sum(If(And(s.wlai[w] > 0, s.wphase[w] != WPhase.buffered,
+                               in_range(s, ctx, w, g)), 1, 0) for w in range(P))
+            spent = ctx.reproposals - s.reproposals_left if ctx.reproposals else 0
+            counts.append(s.assigned_lai[g][X] == first + spent)
+        return And(*[bounded(a, g) for g in ranges for a in Log(s, ctx, g).attempts()],
+                   fresh, reflushed, *counts, pairs(s, distinct))
 
     @m.lemma
     def NothingReleasedUntracked(s):  # noqa: N802
         """No proposal waits in the buffer out of the tracker: a buffered proposal leaves
         the tracker only when it is flushed (§2.4 step e; `released` is reached only under
-        UntrackWholeBatchFirst and ReproposeWithoutTracking), and none is orphaned
-        without a restart."""
-        return ForAll(range(P), lambda w: And(s.wphase[w] != WPhase.released,
-                                              s.wphase[w] != WPhase.orphaned))
+        UntrackWholeBatchFirst and ReproposeWithoutTracking), none is orphaned without a
+        restart, and none fails without reproposals (only a rejected attempt's proposer
+        gives up on it)."""
+        failed = [] if ctx.reproposals else [s.wphase[w] != WPhase.failed for w in range(P)]
+        return And(ForAll(range(P), lambda w: And(s.wphase[w] != WPhase.released,
+                                                  s.wphase[w] != WPhase.orphaned)), *failed)
 
     @m.lemma
     def WritesStamped(s):  # noqa: N802
@@ -176,8 +198,11 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         """Every closed ts carried is below every write attempt flushed with a higher LAI:
         the write was tracked, or evaluated above the floor, when the claim was chosen;
         a reproposal is tracked again only above the assigned closed ts."""
-        return pairs(s, lambda a, b: Implies(
-            And(b[1] < W, a[2] < b[2]), a[3] < s.wts[b[1]]))
+        def below(a: tuple, b: tuple) -> Any:
+            if isinstance(b[1], int) and b[1] >= W:  # the split: a command, not a write
+                return True
+            return Implies(And(b[1] < W, a[2] < b[2]), a[3] < s.wts[b[1]])
+        return pairs(s, below)
 
     if p.tracker == "impl":
         @m.lemma
@@ -186,36 +211,45 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             ts is at most b2's: a write joining b2 is then above the lower bound, and
             a drained b1 swapped for b2 keeps the bound sound (reference §1.2). A set bucket
             holds a write's ts, so it is at least 1."""
-            b1 = s.tb_first[G][X]
+            def range_buckets(g: int) -> Any:
+                b1 = s.tb_first[g][X]
 
-            def empty(b: Any) -> Any:
-                return ForAll(range(W), lambda q: Not(And(tracked(s, q), s.tok[q] == b)))
-            unset = ForAll(range(2), lambda b: And(
-                Implies(empty(b), s.tb_ts[G][X][b] == NIL),
-                Or(s.tb_ts[G][X][b] == NIL, s.tb_ts[G][X][b] >= 1)))
-            lo, hi = s.tb_ts[G][X][b1], s.tb_ts[G][X][1 - b1]
-            return And(unset, Implies(And(lo != NIL, hi != NIL), lo <= hi))
+                def empty(b: Any) -> Any:
+                    return ForAll(range(W), lambda q: Not(And(
+                        tracked(s, q), in_range(s, ctx, q, g), s.tok[q] == b)))
+                unset = ForAll(range(2), lambda b: And(
+                    Implies(empty(b), s.tb_ts[g][X][b] == NIL),
+                    Or(s.tb_ts[g][X][b] == NIL, s.tb_ts[g][X][b] >= 1)))
+                lo, hi = s.tb_ts[g][X][b1], s.tb_ts[g][X][1 - b1]
+                return And(unset, Implies(And(lo != NIL, hi != NIL), lo <= hi))
+            return And(*[range_buckets(g) for g in ranges])
 
     @m.lemma
     def LogHoldsFlushed(s):  # noqa: N802
         """The log holds flushed proposals' attempts; a proposal's newest attempt sits
         there as often as `appended` says (an older one was rejected and replaced); no
         replica has applied past the log's end."""
-        log = Log(s, ctx)
         L = ctx.log_len
-        if ctx.reproposals:
-            def entry(i: int) -> Any:  # an attempt of a proposal flushed at least once
-                w = log.at(i)
-                return And(log.lai(i) <= s.wlai[w], s.wphase[w] != WPhase.idle,
-                           s.wphase[w] != WPhase.evaluating)
-            entries = ForAll(range(L), lambda i: Implies(log.present(i), entry(i)))
-        else:
-            entries = ForAll(range(L), lambda i: Implies(log.present(i),
-                                                         flushed(s, log.at(i))))
-        counts = ForAll(range(P), lambda w: s.appended[w] == sum(
-            If(And(log.present(i), log.at(i) == w, log.current(i)), 1, 0) for i in range(L)))
-        bounded = ForAll(range(N), lambda n: s.applied[G][n] <= s.loglen[G])
-        return And(entries, counts, bounded)
+        out = []
+        for g in ranges:
+            log = Log(s, ctx, g)
+            if ctx.reproposals:
+                def entry(i: int, log: Log = log) -> Any:  # of a proposal flushed at least once
+                    w = log.at(i)
+                    return And(log.lai(i) <= s.wlai[w], s.wphase[w] != WPhase.idle,
+                               s.wphase[w] != WPhase.evaluating)
+            else:
+                def entry(i: int, log: Log = log, g: int = g) -> Any:
+                    return And(flushed(s, log.at(i)), of_range(s, ctx, log.at(i), g))
+            out.append(ForAll(range(L), lambda i, log=log, entry=entry: Implies(
+                log.present(i), entry(i))))
+            out.append(ForAll(range(N), lambda n, g=g: s.applied[g][n] <= s.loglen[g]))
+
+        def copies(w: int) -> Any:
+            return sum(If(And(log.present(i), log.at(i) == w, log.current(i)), 1, 0)
+                       for log in (Log(s, ctx, g) for g in ranges) for i in range(L))
+        out.append(ForAll(range(P), lambda w: s.appended[w] == copies(w)))
+        return And(*out)
 
     if ctx.reproposals:
         @m.lemma
@@ -237,47 +271,62 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.lemma
     def AcceptedByLog(s):  # noqa: N802
-        """A proposal is accepted exactly when one of its entries sits at a log position
-        some replica has applied, with an LAI above every entry before it: the LAI check
-        decides the same everywhere (reference §3.1)."""
-        log = Log(s, ctx)
-        return ForAll(range(P), lambda w: s.accepted[w] == Exists(range(ctx.log_len),
-            lambda i: And(log.present(i), log.at(i) == w, log.first_of_its_lai(i),
-                          Exists(range(N), lambda n: s.applied[G][n] > i))))
+        """A proposal is accepted exactly when one of its entries sits at a position of
+        its range's log some replica has applied, with an LAI above every entry before it:
+        the LAI check decides the same everywhere (reference §3.1)."""
+        def accepted_in(g: int, w: int) -> Any:
+            log = Log(s, ctx, g)
+            return Exists(range(ctx.log_len), lambda i: And(
+                log.present(i), log.at(i) == w, log.first_of_its_lai(i),
+                Exists(range(N), lambda n: s.applied[g][n] > i)))
+        return ForAll(range(P), lambda w: s.accepted[w] == Or(*[
+            And(in_range(s, ctx, w, g), accepted_in(g, w)) for g in ranges]))
 
     @m.lemma
     def ReplicaFollowsLog(s):  # noqa: N802
         """Each replica's LAI is the highest LAI in the prefix it applied, and its closed
-        ts is the closed ts of the entry with that LAI (none before the first)."""
-        log = Log(s, ctx)
+        ts is the closed ts of the entry with that LAI (none before the first, or, on a
+        range a split created, the closed ts it started with: `start_closed`)."""
+        start = ctx.hooks.get("start_closed")
 
-        def replica(n: int) -> Any:
+        def replica(g: int, n: int) -> Any:
+            log = Log(s, ctx, g)
             below = ForAll(range(ctx.log_len), lambda j: Implies(
-                j < s.applied[G][n], log.lai(j) <= s.lai[G][n]))
+                j < s.applied[g][n], log.lai(j) <= s.lai[g][n]))
             source = Exists(range(ctx.log_len), lambda j: And(
-                j < s.applied[G][n], log.lai(j) == s.lai[G][n],
-                s.closed[G][n] == log.cts(j)))
-            none = And(s.applied[G][n] == 0, s.lai[G][n] == 0, s.closed[G][n] == NIL)
+                j < s.applied[g][n], log.lai(j) == s.lai[g][n],
+                s.closed[g][n] == log.cts(j)))
+            initial = start(s, g, n) if start else NIL
+            none = And(s.applied[g][n] == 0, s.lai[g][n] == 0, s.closed[g][n] == initial)
             return And(below, Or(none, source))
-        return ForAll(range(N), replica)
+        return ForAll([(g, n) for g in ranges for n in range(N)], lambda gn: replica(*gn))
 
     @m.lemma
     def NodesHoldAcceptedUpToLAI(s):  # noqa: N802
-        """A node holds exactly the accepted writes whose LAI its replica has reached: a
-        read served at the replica's closed ts misses only writes with a higher LAI,
-        which are above that closed ts (ClaimsBelowLaterWrites). An accepted write is
-        never re-proposed, so its LAI is its accepted attempt's."""
-        return ForAll([(n, w) for n in range(N) for w in range(W)], lambda nw: s.has[nw[0]][
-            nw[1]] == And(s.accepted[nw[1]], s.wlai[nw[1]] <= s.lai[G][nw[0]]))
+        """A node holds exactly the accepted writes whose LAI its replica of the write's
+        range has reached: a read served at the replica's closed ts misses only writes
+        with a higher LAI, which are above that closed ts (ClaimsBelowLaterWrites). An
+        accepted write is never re-proposed, so its LAI is its accepted attempt's."""
+        def held(n: int, w: int) -> Any:
+            reached = Or(*[And(in_range(s, ctx, w, g), s.wlai[w] <= s.lai[g][n])
+                           for g in ranges])
+            return s.has[n][w] == And(s.accepted[w], reached)
+        return ForAll([(n, w) for n in range(N) for w in range(W)], lambda nw: held(*nw))
 
     @m.lemma
     def ClaimIsAccepted(s):  # noqa: N802
-        """The ghost claim is the closed ts of an accepted command (or unset, or what
-        another mechanism claimed: `claim_sources`), at or above every replica's closed
-        ts and every follower read's ts."""
-        others = [source(s) for source in ctx.hooks.get("claim_sources", [])]
-        source = Or(s.claim_hi[G] == NIL, Exists(range(P), lambda w: And(
-            s.accepted[w], s.wcts[w] == s.claim_hi[G])), *others)
-        replicas = ForAll(range(N), lambda n: s.closed[G][n] <= s.claim_hi[G])
-        reads = ForAll(range(ctx.reads), lambda i: Implies(s.rdone[i], s.rts[i] <= s.claim_hi[G]))
-        return And(source, replicas, reads)
+        """Each range's ghost claim is the closed ts of an accepted command of the range
+        (or unset, or what another mechanism claimed: `claim_sources`), at or above every
+        replica's closed ts and every follower read's ts."""
+        def claim(g: int) -> Any:
+            others = [source(s, g) for source in ctx.hooks.get("claim_sources", [])]
+            source = Or(s.claim_hi[g] == NIL, Exists(range(P), lambda w: And(
+                s.accepted[w], in_range(s, ctx, w, g), s.wcts[w] == s.claim_hi[g])), *others)
+            replicas = ForAll(range(N), lambda n: s.closed[g][n] <= s.claim_hi[g])
+            reads = ForAll(range(ctx.reads), lambda i: Implies(
+                And(s.rdone[i], read_range(s, i) == g), s.rts[i] <= s.claim_hi[g]))
+            return And(source, replicas, reads)
+        return And(*[claim(g) for g in ranges])
+
+    def read_range(s: Any, i: int) -> Any:
+        return s.rrng[i] if ctx.ranges > 1 else 0

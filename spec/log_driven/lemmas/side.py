@@ -42,7 +42,7 @@ X = 0  # n1 holds its lease and is the only sender
 def applies(p: Any, ctx: Ctx) -> bool:
     """The core's configuration with the side transport (n1 its only sender, since the
     lease never moves)."""
-    return core.applies(p, ctx) and p.side_transport and p.senders == 1
+    return core.applies(p, ctx) and ctx.ranges == 1 and p.side_transport and p.senders == 1
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -78,8 +78,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     # the claim may also come from a bump (the core's ClaimIsAccepted asks the sources)
     ctx.hooks.setdefault("claim_sources", []).append(
-        lambda s: Exists(range(1, P + 1), lambda k: And(is_bump(s, k),
-                                                        s.claim_hi[G] == bump_ts(s, k))))
+        lambda s, g: Exists(range(1, P + 1), lambda k: And(is_bump(s, k),
+                                                           s.claim_hi[g] == bump_ts(s, k))))
 
     @m.lemma
     def SenderHistory(s):  # noqa: N802 - property names are CamelCase

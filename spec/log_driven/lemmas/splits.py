@@ -1,0 +1,137 @@
+"""Lemmas of a split: what links range 1 (the right-hand side) to range 0 it split from.
+
+With them the core's lemmas, stated per range (`core.py`), prove the split models. The
+split is a command of range 0 (`ctx.split_id`); n1, which holds both ranges' leases for
+good, evaluates it once nothing else of range 0 is pending on it, and proposes nothing
+more to range 0 until it has applied it (latches, reference §5.1). So:
+
+- the split is the last of range 0's commands until n1 applies it, and Raft can only put
+  later ones after it: every replica accepts it, and a replica that has not applied it has
+  applied only commands with a lower LAI and closed ts;
+- every write of range 0 to a right-hand key was flushed before the split, with a lower
+  LAI: a node whose range 1 exists holds them all;
+- range 1 starts, on every node, at the split's closed ts (the closed ts it carried,
+  forwarded to the replica's own, which is that same closed ts: the split is the highest
+  command the replica applied); n1's buffer for range 1 starts there, so every write of
+  range 1 is above it, and every read of range 0 of a right-hand key below it.
+
+BFS checks these on every split model that registers them (`applies`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
+from spec.log_driven.lemmas import core
+from spec.log_driven.parts import NIL, Ctx, WPhase
+
+R1, R2 = 0, 1  # the range that splits, and the one the split creates
+X = 0  # n1 proposes for both
+
+
+def applies(p: Any, ctx: Ctx) -> bool:
+    """The core's configuration with a split (and no merge)."""
+    return core.applies(p, ctx) and ctx.splits and not ctx.merges
+
+
+def add(m: Any, p: Any, ctx: Ctx) -> None:
+    if not applies(p, ctx):
+        return
+    S, W, N, L = ctx.split_id, ctx.writes, ctx.nodes, ctx.log_len
+
+    def flushed(s: Any, w: int) -> Any:
+        return s.wphase[w] == WPhase.flushed
+
+    def rhs(s: Any, w: int) -> Any:
+        return Or(*[s.wkey[w] == k for k in ctx.rhs_keys])
+
+    def start(s: Any, g: int, n: int) -> Any:
+        """The closed ts node n's replica of range g holds before applying anything."""
+        return If(s.span_changed[n], s.wcts[S], NIL) if g == R2 else NIL
+
+    ctx.hooks["start_closed"] = start
+    # range 1's claim starts as the split's: what range 0 had claimed for its keys
+    ctx.hooks.setdefault("claim_sources", []).append(
+        lambda s, g: And(g == R2, s.split_base != NIL, s.claim_hi[R2] == s.split_base))
+
+    @m.lemma
+    def SplitLastUntilApplied(s):  # noqa: N802 - property names are CamelCase
+        """Until n1 applies the split, no command of range 0 has a higher LAI (n1 holds
+        the range's latches and proposes nothing else); after, Raft appends each such
+        command after the split's entry. So the split's entry is accepted wherever it is
+        applied (and the split, once flushed, stays so: nothing rejects it)."""
+        log = core.Log(s, ctx, R1)
+        pending = And(flushed(s, S), Not(s.span_changed[X]))
+        none_after = ForAll(range(ctx.props), lambda w: Implies(
+            pending, s.wlai[w] <= s.wlai[S]))
+        later_follow = ForAll(range(L), lambda i: Implies(
+            And(log.present(i), flushed(s, S), log.lai(i) > s.wlai[S]),
+            Exists(range(i), lambda j: log.at(j) == S)))
+        first = ForAll(range(L), lambda i: Implies(
+            And(log.present(i), log.at(i) == S), log.first_of_its_lai(i)))
+        latched = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[S] != WPhase.idle, Not(s.span_changed[X]), s.wrng[w] == R1),
+            And(s.wphase[w] != WPhase.evaluating, s.wphase[w] != WPhase.buffered)))
+        phase = Or(s.wphase[S] == WPhase.idle, s.wphase[S] == WPhase.buffered, flushed(s, S))
+        return And(phase, latched, none_after, later_follow, first)
+
+    @m.lemma
+    def SplitAppliedWhereRHSExists(s):  # noqa: N802
+        """Node n's range 1 exists exactly when n's replica of range 0 has applied the
+        split's entry; before, its replica of range 1 is empty, and before n1's exists,
+        range 1 has no log, no buffer, no write and no claim."""
+        log = core.Log(s, ctx, R1)
+
+        def node(n: int) -> Any:
+            applied = Exists(range(L), lambda i: And(i < s.applied[R1][n], log.at(i) == S))
+            empty = And(s.applied[R2][n] == 0, s.lai[R2][n] == 0, s.closed[R2][n] == NIL)
+            return And(s.span_changed[n] == applied, Implies(Not(s.span_changed[n]), empty))
+        before = [s.loglen[R2] == 0, s.buflen[R2][X] == 0, s.assigned_lai[R2][X] == 0,
+                  s.assigned_closed[R2][X] == NIL,
+                  ForAll(range(W), lambda w: Implies(s.wphase[w] != WPhase.idle,
+                                                     s.wrng[w] == R1))]
+        if p.tracker == "impl":
+            before += [s.tb_ts[R2][X][0] == NIL, s.tb_ts[R2][X][1] == NIL]
+        unclaimed = Implies(Not(s.accepted[S]), s.claim_hi[R2] == NIL)  # set by the first
+        return And(ForAll(range(N), node), Implies(Not(s.span_changed[X]), And(*before)),
+                   unclaimed)
+
+    @m.lemma
+    def RHSWritesOfR1BeforeSplit(s):  # noqa: N802
+        """Every write range 0 took for a right-hand key was flushed before the split was
+        evaluated, so with a lower LAI: the split waits until nothing of the range is
+        pending on n1, and afterwards range 0 takes no right-hand write (latches, then
+        the narrowed span)."""
+        return ForAll(range(W), lambda w: Implies(
+            And(s.wphase[S] != WPhase.idle, s.wphase[w] != WPhase.idle, s.wrng[w] == R1,
+                rhs(s, w)),
+            And(flushed(s, w), Implies(flushed(s, S), s.wlai[w] < s.wlai[S]))))
+
+    @m.lemma
+    def RHSStartsAtSplitClosed(s):  # noqa: N802
+        """Range 1 starts at the split's closed ts, the highest claim on range 0 when it
+        was first accepted (`split_base`); n1's buffer for it starts there, so every
+        command and write of range 1 is at or above it (a write strictly)."""
+        base = s.split_base == If(s.accepted[S], s.wcts[S], NIL)
+        seeded = Implies(s.span_changed[X], s.assigned_closed[R2][X] >= s.wcts[S])
+        writes = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2),
+            And(s.wts[w] > s.wcts[S], rhs(s, w),
+                Implies(flushed(s, w), s.wcts[w] >= s.wcts[S]))))
+        claim = Implies(s.accepted[S], s.claim_hi[R2] >= s.wcts[S])
+        return And(base, seeded, writes, claim, Implies(s.span_changed[X], flushed(s, S)))
+
+    @m.lemma
+    def R1ReadsOfRHSBelowSplit(s):  # noqa: N802
+        """A follower read range 0 served for a right-hand key is at or below the split's
+        closed ts: it was served before the split applied there, under a closed ts of a
+        command with a lower LAI (or before the split was flushed, at or below range 0's
+        claims, which the split's closed ts is at or above); range 1 serves only
+        right-hand keys."""
+        def read(i: int) -> Any:
+            right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
+            return And(Implies(And(s.rdone[i], s.rrng[i] == R1, flushed(s, S), right),
+                               s.rts[i] <= s.wcts[S]),
+                       Implies(And(s.rdone[i], s.rrng[i] == R2), right))
+        return ForAll(range(ctx.reads), read)
