@@ -28,6 +28,7 @@ PROOFS = [
     ("log_driven_side_transport", {"writes": "2", "nodes": "3"}, "BumpsBelowLaterWrites"),
     ("log_driven_policy_flip", {}, "StreamsCarryHistory"),
     ("log_driven_tiny_split", {}, "SplitLastUntilApplied"),
+    ("log_driven_tiny_merge", {}, "SubsumeFrozeRHS"),
 ]
 
 
@@ -54,15 +55,24 @@ def test_the_side_transport_without_its_lemmas_is_not_inductive() -> None:
     assert result.outcome == NOT_INDUCTIVE and result.violation is not None
 
 
-def test_the_split_without_its_lemmas_is_not_inductive() -> None:
-    """The core's lemmas, stated per range, do not prove a split alone: what links range
-    1 to range 0 (`lemmas/splits.py`) is what makes the step go through."""
+STRUCTURE_LEMMAS = {
+    "log_driven_tiny_split": {"SplitLastUntilApplied", "SplitAppliedWhereRHSExists",
+                              "RHSWritesOfR1BeforeSplit", "RHSStartsAtSplitClosed",
+                              "R1ReadsOfRHSBelowSplit"},
+    "log_driven_tiny_merge": {"MergePhasesInOrder", "SubsumeFrozeRHS", "MergeWaitedForRHS",
+                              "R1WritesOfRHSAboveRHSClaims", "KeysOfTheirRange"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURE_LEMMAS))
+def test_a_structure_without_its_lemmas_is_not_inductive(name: str) -> None:
+    """The core's lemmas, stated per range, do not prove a split or a merge alone: what
+    links range 1 to range 0 (`lemmas/splits.py`, `lemmas/merges.py`) is what makes the
+    step go through."""
     import dataclasses
 
-    machine = build_machine(load_model("log_driven_tiny_split", MODELS_DIR))
-    split = {"SplitLastUntilApplied", "SplitAppliedWhereRHSExists", "RHSWritesOfR1BeforeSplit",
-             "RHSStartsAtSplitClosed", "R1ReadsOfRHSBelowSplit"}
-    assert split <= {lemma.name for lemma in machine.lemmas}
-    per_range = [lemma for lemma in machine.lemmas if lemma.name not in split]
+    machine = build_machine(load_model(name, MODELS_DIR))
+    assert STRUCTURE_LEMMAS[name] <= {lemma.name for lemma in machine.lemmas}
+    per_range = [lemma for lemma in machine.lemmas if lemma.name not in STRUCTURE_LEMMAS[name]]
     result = prove(dataclasses.replace(machine, lemmas=per_range), ProveOptions(k=1))
     assert result.outcome == NOT_INDUCTIVE and result.violation is not None

@@ -12,13 +12,15 @@ model, not only a proof (`spec/README.md`, "Proofs"):
                    side-transport closed ts
 - `splits.py`      a split: range 1 against range 0 (the split last until applied,
                    right-hand writes before it, range 1's start)
+- `merges.py`      a merge: the transaction's phases, range 1 frozen by Subsume, the
+                   wait for its replicas, the timestamp cache over its keys
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spec.log_driven.lemmas import core, side, splits
+from spec.log_driven.lemmas import core, merges, side, splits
 from spec.log_driven.parts import Ctx
 
 
@@ -26,3 +28,4 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     core.add(m, p, ctx)
     side.add(m, p, ctx)
     splits.add(m, p, ctx)
+    merges.add(m, p, ctx)

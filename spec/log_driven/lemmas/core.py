@@ -47,12 +47,13 @@ X = 0  # n1 proposes for every range
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core lemmas: one range (or two after a split, each range's lemmas over its
-    own log, without the side transport or reproposals: `splits.py` in this package
-    adds what the split links), no lease changes,
+    """The core lemmas: one range (or two with a split or a merge, each range's lemmas
+    over its own log, without the side transport or reproposals: `splits.py` and
+    `merges.py` in this package add what the structural command links), no lease changes,
     no restart, no injected LAI errors, a lock-free or heap tracker (the side transport
     adds its own, `side.py`)."""
-    shape = ctx.ranges == 1 or (ctx.splits and not ctx.merges and not ctx.reproposals
+    one_structure = ctx.structure in ("split", "merge")
+    shape = ctx.ranges == 1 or (one_structure and not ctx.reproposals
                                 and not p.side_transport)
     return (shape and not ctx.lease_changes and not ctx.restarts
             and not p.lai_errors and p.tracker in ("impl", "heap"))

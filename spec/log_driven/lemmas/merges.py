@@ -1,0 +1,116 @@
+"""Lemmas of a merge: what links range 1 (the right-hand side) to range 0 that absorbs it.
+
+With them the core's lemmas, stated per range (`core.py`), prove the merge models where
+n1 holds both leases for good. The merge is a transaction (`spec/log_driven/merges.py`):
+its timestamp T, then Subsume on n1's replica of range 1, then the EndTxn, a command of
+range 0 (`ctx.merge_id`), evaluated once every replica of range 1 caught up. So:
+
+- the phases come in order: no Subsume before T, no EndTxn before Subsume, and a node's
+  range 1 is gone exactly when its replica of range 0 accepted the EndTxn;
+- Subsume froze range 1 with nothing pending on n1: every write range 1 ever took was
+  flushed with an LAI at or below Subsume's, n1 had applied them all, and range 1's
+  claim is the closed ts Subsume reported, for good (NoClaimWhileSubsumed);
+- every replica of range 1 reached Subsume's LAI before the EndTxn was evaluated, so a
+  node serving range 1's keys from range 0 holds every write range 1 accepted;
+- the timestamp cache n1 raised over range 1's keys on applying the merge is at or above
+  that claim, so range 0's writes to those keys, which come after, are above every read
+  range 1 served.
+
+BFS checks these on every merge model that registers them (`applies`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.lang import And, Exists, ForAll, If, Implies, Max, Not, Or
+from spec.log_driven.lemmas import core
+from spec.log_driven.parts import NIL, Ctx, WPhase
+
+R1, R2 = 0, 1  # the range that absorbs, and the one merged into it
+X = 0  # n1 proposes for both
+
+
+def applies(p: Any, ctx: Ctx) -> bool:
+    """The core's configuration with a merge (and no split)."""
+    return core.applies(p, ctx) and ctx.merges and not ctx.splits
+
+
+def add(m: Any, p: Any, ctx: Ctx) -> None:
+    if not applies(p, ctx):
+        return
+    M, W, N, L = ctx.merge_id, ctx.writes, ctx.nodes, ctx.log_len
+    rhs_segment = ctx.segment(ctx.rhs_keys[0])
+
+    def flushed(s: Any, w: int) -> Any:
+        return s.wphase[w] == WPhase.flushed
+
+    def rhs(s: Any, w: int) -> Any:
+        return Or(*[s.wkey[w] == k for k in ctx.rhs_keys])
+
+    @m.lemma
+    def MergePhasesInOrder(s):  # noqa: N802 - property names are CamelCase
+        """T comes first, then Subsume (which freezes n1's replica of range 1, and no
+        other), then the EndTxn; a node's range 1 is gone exactly when its replica of
+        range 0 applied the EndTxn's entry, which it accepted (the EndTxn never fails)."""
+        log = core.Log(s, ctx, R1)
+
+        def gone(n: int) -> Any:
+            return s.span_changed[n] == Exists(range(L), lambda i: And(
+                i < s.applied[R1][n], log.at(i) == M, log.first_of_its_lai(i)))
+        frozen = ForAll(range(N), lambda n: s.frozen[n] == And(s.subsumed, n == X))
+        phase = Or(s.wphase[M] == WPhase.idle, s.wphase[M] == WPhase.buffered, flushed(s, M))
+        return And(Implies(s.subsumed, s.merge_ts > 0),
+                   Implies(s.wphase[M] != WPhase.idle, s.subsumed),
+                   frozen, phase, ForAll(range(N), gone))
+
+    @m.lemma
+    def SubsumeFrozeRHS(s):  # noqa: N802
+        """After Subsume, range 1 takes nothing more: every write it took is flushed with an
+        LAI at or below Subsume's, n1 applied up to that LAI (the highest handed out) and
+        holds range 1's claim as its closed ts, which is what Subsume reported; range 1
+        evaluates no write and its buffer is empty."""
+        writes = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2),
+            And(flushed(s, w), s.wlai[w] <= s.merge_lai)))
+        return Implies(s.subsumed, And(
+            writes, s.assigned_lai[R2][X] == s.merge_lai, s.lai[R2][X] == s.merge_lai,
+            s.buflen[R2][X] == 0, s.merge_closed == s.claim_hi[R2],
+            s.closed[R2][X] == s.claim_hi[R2]))
+
+    @m.lemma
+    def MergeWaitedForRHS(s):  # noqa: N802
+        """The EndTxn was evaluated once every replica of range 1 had applied up to
+        Subsume's LAI (AdminMerge's waitForApplication), and replicas only move on."""
+        return Implies(s.wphase[M] != WPhase.idle,
+                       ForAll(range(N), lambda n: s.lai[R2][n] >= s.merge_lai))
+
+    @m.lemma
+    def R1WritesOfRHSAboveRHSClaims(s):  # noqa: N802
+        """Range 0 takes a right-hand write only once n1 applied the merge, which raised
+        n1's timestamp cache over those keys to range 1's claim (nothing else raises a
+        timestamp cache here): the write is above it."""
+        def raised(n: int, seg: int) -> Any:  # only the merge raises it, on n1, over r2's keys
+            value = If(s.span_changed[X], Max(0, s.merge_closed), 0) \
+                if n == X and seg == rhs_segment else 0
+            return s.tsc[n][seg] == value
+        cache = And(Implies(s.span_changed[X], s.subsumed),
+                    *[raised(n, seg) for n in range(N) for seg in range(ctx.segments)])
+        writes = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R1, rhs(s, w)),
+            And(s.span_changed[X], s.wts[w] > s.merge_closed)))
+        unset = Implies(Not(s.subsumed), s.merge_closed == NIL)
+        return And(cache, writes, unset)
+
+    @m.lemma
+    def KeysOfTheirRange(s):  # noqa: N802
+        """Range 1 writes and serves only right-hand keys; range 0 serves them only once
+        the node applied the merge."""
+        def read(i: int) -> Any:
+            right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
+            on_r1 = ForAll(range(N), lambda n: Implies(
+                And(s.rdone[i], s.rrng[i] == R1, right, s.rnode[i] == n), s.span_changed[n]))
+            return And(Implies(And(s.rdone[i], s.rrng[i] == R2), right), on_r1)
+        writes = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2), rhs(s, w)))
+        return And(ForAll(range(ctx.reads), read), writes)
