@@ -29,6 +29,7 @@ PROOFS = [
     ("log_driven_policy_flip", {}, "StreamsCarryHistory"),
     ("log_driven_tiny_split", {}, "SplitLastUntilApplied"),
     ("log_driven_tiny_merge", {}, "SubsumeFrozeRHS"),
+    ("log_driven_tiny_split_merge", {}, "MergePhasesInOrder"),
 ]
 
 
@@ -62,6 +63,8 @@ STRUCTURE_LEMMAS = {
     "log_driven_tiny_merge": {"MergePhasesInOrder", "SubsumeFrozeRHS", "MergeWaitedForRHS",
                               "R1WritesOfRHSAboveRHSClaims", "KeysOfTheirRange"},
 }
+STRUCTURE_LEMMAS["log_driven_tiny_split_merge"] = (STRUCTURE_LEMMAS["log_driven_tiny_split"]
+                                                   | STRUCTURE_LEMMAS["log_driven_tiny_merge"])
 
 
 @pytest.mark.parametrize("name", sorted(STRUCTURE_LEMMAS))

@@ -47,14 +47,12 @@ X = 0  # n1 proposes for every range
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core lemmas: one range (or two with a split or a merge, each range's lemmas
-    over its own log, without the side transport or reproposals: `splits.py` and
-    `merges.py` in this package add what the structural command links), no lease changes,
+    """The core lemmas: one range (or two with a split, a merge or both, each range's
+    lemmas over its own log, without the side transport or reproposals: `splits.py` and
+    `merges.py` in this package add what the structural commands link), no lease changes,
     no restart, no injected LAI errors, a lock-free or heap tracker (the side transport
     adds its own, `side.py`)."""
-    one_structure = ctx.structure in ("split", "merge")
-    shape = ctx.ranges == 1 or (one_structure and not ctx.reproposals
-                                and not p.side_transport)
+    shape = ctx.ranges == 1 or (not ctx.reproposals and not p.side_transport)
     return (shape and not ctx.lease_changes and not ctx.restarts
             and not p.lai_errors and p.tracker in ("impl", "heap"))
 

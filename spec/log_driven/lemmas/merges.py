@@ -32,8 +32,8 @@ X = 0  # n1 proposes for both
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core's configuration with a merge (and no split)."""
-    return core.applies(p, ctx) and ctx.merges and not ctx.splits
+    """The core's configuration with a merge (after a split, with `splits.py`)."""
+    return core.applies(p, ctx) and ctx.merges
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -41,6 +41,10 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         return
     M, W, N, L = ctx.merge_id, ctx.writes, ctx.nodes, ctx.log_len
     rhs_segment = ctx.segment(ctx.rhs_keys[0])
+
+    def merged(s: Any, n: Any) -> Any:
+        """Node n's replica of range 0 applied the merge (`merged` after a split)."""
+        return s.merged[n] if ctx.splits else s.span_changed[n]
 
     def flushed(s: Any, w: int) -> Any:
         return s.wphase[w] == WPhase.flushed
@@ -50,17 +54,20 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.lemma
     def MergePhasesInOrder(s):  # noqa: N802 - property names are CamelCase
-        """T comes first, then Subsume (which freezes n1's replica of range 1, and no
-        other), then the EndTxn; a node's range 1 is gone exactly when its replica of
-        range 0 applied the EndTxn's entry, which it accepted (the EndTxn never fails)."""
+        """T comes first (after a split, once every node applied it), then Subsume (which
+        freezes n1's replica of range 1, and no other), then the EndTxn; a node's range
+        1 is gone exactly when its replica of range 0 applied the EndTxn's entry, which
+        it accepted (the EndTxn never fails)."""
         log = core.Log(s, ctx, R1)
 
         def gone(n: int) -> Any:
-            return s.span_changed[n] == Exists(range(L), lambda i: And(
+            return merged(s, n) == Exists(range(L), lambda i: And(
                 i < s.applied[R1][n], log.at(i) == M, log.first_of_its_lai(i)))
         frozen = ForAll(range(N), lambda n: s.frozen[n] == And(s.subsumed, n == X))
         phase = Or(s.wphase[M] == WPhase.idle, s.wphase[M] == WPhase.buffered, flushed(s, M))
-        return And(Implies(s.subsumed, s.merge_ts > 0),
+        split_first = [Implies(s.merge_ts > 0, ForAll(range(N), lambda n: s.span_changed[n]))
+                       ] if ctx.splits else []  # AdminMerge waits on every r2 replica
+        return And(*split_first, Implies(s.subsumed, s.merge_ts > 0),
                    Implies(s.wphase[M] != WPhase.idle, s.subsumed),
                    frozen, phase, ForAll(range(N), gone))
 
@@ -89,28 +96,39 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def R1WritesOfRHSAboveRHSClaims(s):  # noqa: N802
         """Range 0 takes a right-hand write only once n1 applied the merge, which raised
         n1's timestamp cache over those keys to range 1's claim (nothing else raises a
-        timestamp cache here): the write is above it."""
+        timestamp cache here): the write is above it (after a split, or one that came
+        before the split: `splits.py`)."""
         def raised(n: int, seg: int) -> Any:  # only the merge raises it, on n1, over r2's keys
-            value = If(s.span_changed[X], Max(0, s.merge_closed), 0) \
+            value = If(merged(s, X), Max(0, s.merge_closed), 0) \
                 if n == X and seg == rhs_segment else 0
             return s.tsc[n][seg] == value
-        cache = And(Implies(s.span_changed[X], s.subsumed),
+        cache = And(Implies(merged(s, X), s.subsumed),
                     *[raised(n, seg) for n in range(N) for seg in range(ctx.segments)])
+        def after_merge(w: int) -> Any:
+            later = And(merged(s, X), s.wts[w] > s.merge_closed)
+            # after a split, range 0's right-hand writes before it (`splits.py`)
+            if not ctx.splits:
+                return later
+            split = ctx.split_id  # before the split: flushed first, with a lower LAI
+            before = Or(s.wphase[split] == WPhase.idle, And(flushed(s, w), Or(
+                Not(flushed(s, split)), s.wlai[w] < s.wlai[split])))
+            return Or(later, before)
         writes = ForAll(range(W), lambda w: Implies(
-            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R1, rhs(s, w)),
-            And(s.span_changed[X], s.wts[w] > s.merge_closed)))
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R1, rhs(s, w)), after_merge(w)))
         unset = Implies(Not(s.subsumed), s.merge_closed == NIL)
         return And(cache, writes, unset)
 
     @m.lemma
     def KeysOfTheirRange(s):  # noqa: N802
         """Range 1 writes and serves only right-hand keys; range 0 serves them only once
-        the node applied the merge."""
+        the node applied the merge (after a split, `splits.py` says when else)."""
         def read(i: int) -> Any:
             right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
-            on_r1 = ForAll(range(N), lambda n: Implies(
-                And(s.rdone[i], s.rrng[i] == R1, right, s.rnode[i] == n), s.span_changed[n]))
-            return And(Implies(And(s.rdone[i], s.rrng[i] == R2), right), on_r1)
+            on_r2 = Implies(And(s.rdone[i], s.rrng[i] == R2), right)
+            if ctx.splits:  # range 0 also served them before the split (`splits.py`)
+                return on_r2
+            return And(on_r2, ForAll(range(N), lambda n: Implies(
+                And(s.rdone[i], s.rrng[i] == R1, right, s.rnode[i] == n), merged(s, n))))
         writes = ForAll(range(W), lambda w: Implies(
             And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2), rhs(s, w)))
         return And(ForAll(range(ctx.reads), read), writes)

@@ -31,8 +31,8 @@ X = 0  # n1 proposes for both
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core's configuration with a split (and no merge)."""
-    return core.applies(p, ctx) and ctx.splits and not ctx.merges
+    """The core's configuration with a split (and a merge after it, with `merges.py`)."""
+    return core.applies(p, ctx) and ctx.splits
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -45,6 +45,10 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     def rhs(s: Any, w: int) -> Any:
         return Or(*[s.wkey[w] == k for k in ctx.rhs_keys])
+
+    def not_merged(s: Any, n: Any) -> Any:
+        """Range 0 on node n does not hold the right-hand keys again (`merges.py`)."""
+        return Not(s.merged[n]) if ctx.merges else True
 
     def start(s: Any, g: int, n: int) -> Any:
         """The closed ts node n's replica of range g holds before applying anything."""
@@ -103,10 +107,12 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         evaluated, so with a lower LAI: the split waits until nothing of the range is
         pending on n1, and afterwards range 0 takes no right-hand write (latches, then
         the narrowed span)."""
-        return ForAll(range(W), lambda w: Implies(
+        before = ForAll(range(W), lambda w: Implies(
             And(s.wphase[S] != WPhase.idle, s.wphase[w] != WPhase.idle, s.wrng[w] == R1,
                 rhs(s, w)),
-            And(flushed(s, w), Implies(flushed(s, S), s.wlai[w] < s.wlai[S]))))
+            Or(And(flushed(s, w), Implies(flushed(s, S), s.wlai[w] < s.wlai[S])),
+               Not(not_merged(s, X)))))
+        return before
 
     @m.lemma
     def RHSStartsAtSplitClosed(s):  # noqa: N802
@@ -131,7 +137,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         right-hand keys."""
         def read(i: int) -> Any:
             right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
-            return And(Implies(And(s.rdone[i], s.rrng[i] == R1, flushed(s, S), right),
-                               s.rts[i] <= s.wcts[S]),
+            below = s.rts[i] <= s.wcts[S]
+            if ctx.merges:  # or served once range 0 took the keys back, on a merged node
+                below = Or(below, *[And(s.rnode[i] == n, s.merged[n]) for n in range(N)])
+            return And(Implies(And(s.rdone[i], s.rrng[i] == R1, flushed(s, S), right), below),
                        Implies(And(s.rdone[i], s.rrng[i] == R2), right))
         return ForAll(range(ctx.reads), read)
