@@ -57,6 +57,21 @@ def applies(p: Any, ctx: Ctx) -> bool:
             and not p.lai_errors and p.tracker in ("impl", "heap"))
 
 
+def flushed(s: Any, w: Any) -> Any:
+    """Proposal w is flushed: its newest attempt carries an LAI and a closed ts."""
+    return s.wphase[w] == WPhase.flushed
+
+
+def right_hand(ctx: Ctx, key: Any) -> Any:
+    """`key` (a write's or a read's, symbolic) is on the right of the split or merge."""
+    return Or(*[key == k for k in ctx.rhs_keys])
+
+
+def never_failed(s: Any, c: int) -> Any:
+    """Structural command c is idle, buffered or flushed: nothing rejects it for good."""
+    return Or(s.wphase[c] == WPhase.idle, s.wphase[c] == WPhase.buffered, flushed(s, c))
+
+
 def of_range(s: Any, ctx: Ctx, w: Any, g: int) -> Any:
     """Proposal w, which may be symbolic (a buffer slot's, a log entry's), belongs to
     range g: a write to the range it evaluated on, the split to range 0."""
@@ -123,9 +138,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         return
     P, W, N = ctx.props, ctx.writes, ctx.nodes
     ranges = range(ctx.ranges)
-
-    def flushed(s: Any, w: Any) -> Any:
-        return s.wphase[w] == WPhase.flushed
 
     def pairs(s: Any, body: Callable[[tuple, tuple], Any]) -> Any:
         """body(a, b) for every ordered pair of attempts of one range that exist."""

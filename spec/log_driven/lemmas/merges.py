@@ -25,6 +25,7 @@ from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Max, Not, Or
 from spec.log_driven.lemmas import core
+from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
 from spec.log_driven.parts import NIL, Ctx, WPhase
 
 R1, R2 = 0, 1  # the range that absorbs, and the one merged into it
@@ -46,11 +47,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         """Node n's replica of range 0 applied the merge (`merged` after a split)."""
         return s.merged[n] if ctx.splits else s.span_changed[n]
 
-    def flushed(s: Any, w: int) -> Any:
-        return s.wphase[w] == WPhase.flushed
-
     def rhs(s: Any, w: int) -> Any:
-        return Or(*[s.wkey[w] == k for k in ctx.rhs_keys])
+        return right_hand(ctx, s.wkey[w])
 
     @m.lemma
     def MergePhasesInOrder(s):  # noqa: N802 - property names are CamelCase
@@ -64,7 +62,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             return merged(s, n) == Exists(range(L), lambda i: And(
                 i < s.applied[R1][n], log.at(i) == M, log.first_of_its_lai(i)))
         frozen = ForAll(range(N), lambda n: s.frozen[n] == And(s.subsumed, n == X))
-        phase = Or(s.wphase[M] == WPhase.idle, s.wphase[M] == WPhase.buffered, flushed(s, M))
+        phase = never_failed(s, M)
         split_first = [Implies(s.merge_ts > 0, ForAll(range(N), lambda n: s.span_changed[n]))
                        ] if ctx.splits else []  # AdminMerge waits on every r2 replica
         return And(*split_first, Implies(s.subsumed, s.merge_ts > 0),
@@ -123,7 +121,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         """Range 1 writes and serves only right-hand keys; range 0 serves them only once
         the node applied the merge (after a split, `splits.py` says when else)."""
         def read(i: int) -> Any:
-            right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
+            right = right_hand(ctx, s.rkey[i])
             on_r2 = Implies(And(s.rdone[i], s.rrng[i] == R2), right)
             if ctx.splits:  # range 0 also served them before the split (`splits.py`)
                 return on_r2

@@ -24,6 +24,7 @@ from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
 from spec.log_driven.lemmas import core
+from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
 from spec.log_driven.parts import NIL, Ctx, WPhase
 
 R1, R2 = 0, 1  # the range that splits, and the one the split creates
@@ -40,11 +41,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         return
     S, W, N, L = ctx.split_id, ctx.writes, ctx.nodes, ctx.log_len
 
-    def flushed(s: Any, w: int) -> Any:
-        return s.wphase[w] == WPhase.flushed
-
     def rhs(s: Any, w: int) -> Any:
-        return Or(*[s.wkey[w] == k for k in ctx.rhs_keys])
+        return right_hand(ctx, s.wkey[w])
 
     def not_merged(s: Any, n: Any) -> Any:
         """Range 0 on node n does not hold the right-hand keys again (`merges.py`)."""
@@ -77,7 +75,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         latched = ForAll(range(W), lambda w: Implies(
             And(s.wphase[S] != WPhase.idle, Not(s.span_changed[X]), s.wrng[w] == R1),
             And(s.wphase[w] != WPhase.evaluating, s.wphase[w] != WPhase.buffered)))
-        phase = Or(s.wphase[S] == WPhase.idle, s.wphase[S] == WPhase.buffered, flushed(s, S))
+        phase = never_failed(s, S)
         return And(phase, latched, none_after, later_follow, first)
 
     @m.lemma
@@ -136,7 +134,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         claims, which the split's closed ts is at or above); range 1 serves only
         right-hand keys."""
         def read(i: int) -> Any:
-            right = Or(*[s.rkey[i] == k for k in ctx.rhs_keys])
+            right = right_hand(ctx, s.rkey[i])
             below = s.rts[i] <= s.wcts[S]
             if ctx.merges:  # or served once range 0 took the keys back, on a merged node
                 below = Or(below, *[And(s.rnode[i] == n, s.merged[n]) for n in range(N)])
