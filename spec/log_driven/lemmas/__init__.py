@@ -10,6 +10,8 @@ model, not only a proof (`spec/README.md`, "Proofs"):
                    acceptance, replicas, claims and follower reads
 - `side.py`        the side transport from n1: bumps, streams, receivers, replicas'
                    side-transport closed ts
+- `leases.py`      lease changes on one range: the log replayed, the lease chain, each
+                   holder's counters against the replay
 - `splits.py`      a split: range 1 against range 0 (the split last until applied,
                    right-hand writes before it, range 1's start)
 - `merges.py`      a merge: the transaction's phases, range 1 frozen by Subsume, the
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.log_driven.lemmas import core, merges, side, splits
+from spec.log_driven.lemmas import core, leases, merges, side, splits
 from spec.log_driven.parts import Ctx
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     core.add(m, p, ctx)
     side.add(m, p, ctx)
+    leases.add(m, p, ctx)
     splits.add(m, p, ctx)
     merges.add(m, p, ctx)

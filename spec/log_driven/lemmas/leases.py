@@ -1,0 +1,415 @@
+"""Lemmas of lease changes: one range whose lease moves between nodes.
+
+With lease changes every node has its own proposal buffer, LAI and closed ts counters,
+and acceptance is no longer "an LAI above every entry before it": a command is also
+rejected when its lease sequence is not the one in force where it sits in the log, and
+a lease command when it does not build on that lease (`CheckForcedErr`, reference §3.1).
+Every replica applies the same log in order and decides each entry from what the prefix
+before it left, so what a replica holds is a function of the prefix it applied: the
+*replay* of the log (`Replay`) folds the apply rules over it, and the lemmas state that
+each replica is the replay of its prefix. The facts that make the safety properties
+inductive are then about the log's end (what an attempt appended next would find) and
+about each node's counters:
+
+- the lease chain: each lease command builds on an older one, and a lease sequence
+  (`lbase`) once left is never in force again, so a node whose replica still applies
+  a sequence is the only one that proposes under it (§6, `leases.go`);
+- a write is evaluated by the holder of the lease it names, after its replica applied
+  it; its ts is above that lease's start (the timestamp cache, `leasePostApplyLocked`);
+- the holder's counters dominate the log: while the log's replay is in the sequence the
+  holder applied, its assigned LAI and closed ts are at or above the replay's
+  (`OnLeaseChangeLocked` forwards them when the lease applies; its own flushes raise
+  them after);
+- an attempt that the end of the log would accept is above the replay's closed ts and
+  carries one at least as high: a holder's attempts in one sequence are handed out in
+  LAI order with closed ts that never go down and lie below its later writes (the RFC's
+  promise), and a new sequence starts from the replay's closed ts (forwarded into the
+  new holder's assigned closed ts).
+
+So leftovers in a node that lost the lease, flushed with zeroed counters, are never
+accepted: the replay's lease sequence has moved on where they land.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.lang import And, ForAll, If, Implies, Max, Min, Not, Or
+from spec.log_driven.leases import LeaseKind
+from spec.log_driven.lemmas.core import flushed
+from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base, tracked_in
+from spec.tracker import buffer_lists
+
+G0 = 0  # one range
+
+
+def applies(p: Any, ctx: Ctx) -> bool:
+    """One range whose lease changes (requests, transfers, extensions), without the side
+    transport, reproposals, restarts, injected LAI errors, epoch leases or clock offsets,
+    with a lock-free or heap tracker."""
+    return bool(ctx.lease_changes and ctx.ranges == 1 and not ctx.reproposals
+                and not p.side_transport and not ctx.restarts and not p.lai_errors
+                and not ctx.epochs and not ctx.max_offset and p.tracker in ("impl", "heap"))
+
+
+class Replay:
+    """The log of range 0, replayed: what a replica holds after applying each prefix.
+
+    `state(k)` is (LAI, closed ts, lease) after the first k entries; `ok(i)` says the
+    entry at position i is accepted by whoever applies it (after the prefix before it).
+    """
+
+    def __init__(self, s: Any, ctx: Ctx):
+        self.s, self.ctx = s, ctx
+        self.P, self.L, self.S = ctx.props, ctx.log_len, ctx.lease_changes + 1
+        self.states: list[tuple[Any, Any, Any]] = [(0, NIL, 1)]
+        self.oks: list[Any] = []
+        for i in range(self.L):
+            lai, closed, seq = self.states[-1]
+            ok_w = And(self.is_prop(i), self.wlai(i) > lai,
+                       self.base(s.wseq[self.prop(i)]) == self.base(seq))
+            j = self.lease(i)
+            transfer = s.lkind[G0][j] == LeaseKind.transfer
+            ok_l = And(Not(self.is_prop(i)), seq == s.lprev[G0][j],
+                       Or(Not(transfer), s.llai[G0][j] > lai))
+            carried = And(ok_l, s.lcts[G0][j] != NIL)
+            self.states.append((
+                If(ok_w, self.wlai(i), If(And(ok_l, transfer), s.llai[G0][j], lai)),
+                If(ok_w, s.wcts[self.prop(i)], If(carried, s.lcts[G0][j], closed)),
+                If(ok_l, j, seq)))
+            self.oks.append(Or(ok_w, ok_l))
+
+    def base(self, j: Any) -> Any:
+        return lease_base(self.s, self.ctx, G0, j)
+
+    def at(self, i: int) -> Any:
+        return self.s.log[G0][i]
+
+    def is_prop(self, i: int) -> Any:
+        return self.at(i) < self.P
+
+    def prop(self, i: int) -> Any:
+        """The proposal at position i, if it holds one."""
+        return Max(Min(self.at(i), self.P - 1), 0)
+
+    def lease(self, i: int) -> Any:
+        """The lease command at position i, if it holds one."""
+        return Max(Min(self.at(i) - self.P + 2, self.S), 2)
+
+    def wlai(self, i: int) -> Any:
+        return self.s.wlai[self.prop(i)]
+
+    def present(self, i: int) -> Any:
+        return i < self.s.loglen[G0]
+
+    def pick(self, k: Any, part: int) -> Any:
+        """Part `part` (0 LAI, 1 closed ts, 2 lease) of the state after k entries, k
+        symbolic in 0..L."""
+        out = self.states[self.L][part]
+        for n in range(self.L - 1, -1, -1):
+            out = If(k == n, self.states[n][part], out)
+        return out
+
+    def at_end(self) -> tuple[Any, Any, Any]:
+        """The state after the whole log: what an entry appended next would find."""
+        return self.pick(self.s.loglen[G0], 0), self.pick(self.s.loglen[G0], 1), \
+            self.pick(self.s.loglen[G0], 2)
+
+    def accepted_lease(self, j: Any, upto: Any) -> Any:
+        """Lease j is the initial one, or the replay accepts an entry of it before
+        position `upto`."""
+        return Or(j == 1, *[And(i < upto, self.at(i) == self.P + j - 2, self.oks[i])
+                            for i in range(self.L)])
+
+    def holds_entry(self, command: Any, upto: Any) -> Any:
+        """Some entry before position `upto` is `command`."""
+        return Or(*[And(i < upto, self.at(i) == command) for i in range(self.L)])
+
+    def furthest(self) -> Any:
+        """How far the replica furthest along has applied."""
+        out = self.s.applied[G0][0]
+        for n in range(1, self.ctx.nodes):
+            out = Max(out, self.s.applied[G0][n])
+        return out
+
+
+def add(m: Any, p: Any, ctx: Ctx) -> None:
+    if not applies(p, ctx):
+        return
+    P, W, N, S, L = ctx.props, ctx.writes, ctx.nodes, ctx.lease_changes + 1, ctx.log_len
+    commands = list(range(2, S + 1))
+    duplicate = p.duplicate
+
+    def base(s: Any, j: Any) -> Any:
+        return lease_base(s, ctx, G0, j)
+
+    def made(s: Any, j: int) -> Any:
+        return j <= s.lcount[G0]
+
+    def lease_proposer(s: Any, j: Any) -> Any:
+        return If(s.lkind[G0][j] == LeaseKind.transfer, s.lholder[G0][s.lprev[G0][j]],
+                  s.lholder[G0][j])
+
+    @m.lemma
+    def LeaseChain(s):  # noqa: N802 - property names are CamelCase
+        """Each lease command builds on an older one (`PrevLeaseProposal`, the proposer's
+        applied lease, and its replica only moves forward); a request or transfer starts a
+        new sequence, an extension or a
+        renewal keeps the one it extends, with its holder and start, and an expiration that
+        only moves forward, so sequences only grow along the chain. A lease starts at or
+        before the clock it was proposed at, and expires after it starts; every lease has
+        the holder and start of the one that began its sequence. A transfer hands the
+        lease to another node, with a read summary at or above its start. Lease
+        1 is the initial one; commands not yet proposed are untouched. A node proposes
+        one lease command at a time: a later one of the same proposer comes after its
+        replica applied the earlier."""
+        log = Replay(s, ctx)
+
+        def one_at_a_time(j: int, k: int) -> Any:
+            x = lease_proposer(s, j)
+            return Implies(And(made(s, k), lease_proposer(s, k) == x),
+                           log.holds_entry(P + j - 2, s.applied[G0][x]))
+        def command(j: int) -> Any:
+            prev = s.lprev[G0][j]
+            kept = And(base(s, j) == base(s, prev), s.lholder[G0][j] == s.lholder[G0][prev],
+                       s.lstart[G0][j] == s.lstart[G0][prev],
+                       s.lexp[G0][j] >= s.lexp[G0][prev])
+            own = Or(base(s, j) == j, kept)
+            if ctx.lease_extensions:
+                own = And(own, Implies(s.lkind[G0][j] == LeaseKind.extension, kept))
+            b = base(s, j)
+            same = And(b >= 1, b <= j, base(s, b) == b, s.lstart[G0][j] == s.lstart[G0][b],
+                       s.lholder[G0][j] == s.lholder[G0][b])
+            transfer = Implies(s.lkind[G0][j] == LeaseKind.transfer, And(
+                s.lholder[G0][j] != s.lholder[G0][prev], base(s, j) == j,
+                s.lsum[G0][j] >= s.lstart[G0][j]))
+            x = lease_proposer(s, j)
+            seen = And(prev <= s.lseq[G0][x], log.accepted_lease(prev, s.applied[G0][x]))
+            return If(made(s, j), And(prev >= 1, prev < j, own, same, transfer, seen,
+                                      s.lexp[G0][j] > s.lstart[G0][j],
+                                      s.lstart[G0][j] <= s.now,
+                                      s.lkind[G0][j] != LeaseKind.initial),
+                      And(Not(s.lready[G0][j]), s.lappended[G0][j] == 0))
+        first = And(base(s, 1) == 1, s.lholder[G0][1] == 0, s.lstart[G0][1] == 0,
+                    s.lexp[G0][1] == ctx.lease_exp, s.lkind[G0][1] == LeaseKind.initial)
+        return And(s.lcount[G0] >= 1, first, *[command(j) for j in commands],
+                   *[one_at_a_time(j, k) for j in commands for k in commands if j < k],
+                   ForAll(range(N), lambda n: s.lseq[G0][n] <= s.lcount[G0]))
+
+    @m.lemma
+    def BuffersListTheirCommands(s):  # noqa: N802
+        """Each node's buffer lists once each write it evaluated that waits there, and each
+        lease command it proposed that it has not flushed, and nothing else."""
+        def listed(x: int) -> Any:
+            def buffered(r: Any) -> Any:
+                w = Min(r, P - 1)
+                j = Max(Min(r - P + 2, S), 2)
+                write = And(r >= 0, r < P, s.wphase[w] == WPhase.buffered, s.wnode[w] == x)
+                lease = And(r >= P, r < P + S - 1, j <= s.lcount[G0], Not(s.lready[G0][j]),
+                            lease_proposer(s, j) == x)
+                return Or(write, lease)
+            return buffer_lists(s.buf[G0][x], s.buflen[G0][x], buffered, P + S - 1)
+        return And(*[listed(x) for x in range(N)])
+
+    @m.lemma
+    def WritesByTheirHolder(s):  # noqa: N802
+        """A write that started evaluating did so on the node its lease names, after that
+        node's replica applied the lease (its lease only moves forward); its ts is at
+        least 1 and above the lease's start (the timestamp cache the lease raised), and it
+        never fails or is released without restarts or reproposals."""
+        log = Replay(s, ctx)
+        def write(w: int) -> Any:
+            x = s.wnode[w]
+            started = s.wphase[w] != WPhase.idle
+            return And(s.wphase[w] != WPhase.released, s.wphase[w] != WPhase.failed,
+                       s.wphase[w] != WPhase.orphaned,
+                       Implies(started, And(
+                           s.wseq[w] <= s.lseq[G0][x], s.wseq[w] <= s.lcount[G0],
+                           log.accepted_lease(s.wseq[w], s.applied[G0][x]),
+                           s.lholder[G0][s.wseq[w]] == x, s.wts[w] >= 1,
+                           s.wts[w] > s.lstart[G0][s.wseq[w]])),
+                       Implies(Not(flushed(s, w)), And(s.wlai[w] == 0, s.wcts[w] == NIL)))
+        return ForAll(range(W), write)
+
+    @m.lemma
+    def LAIsBoundedByFlushes(s):  # noqa: N802
+        """Every LAI handed out, and every node's assigned LAI, is at most the number of
+        attempts flushed with one (a flush takes the next LAI of its node's counter, which
+        is either its own earlier ones or forwarded to an LAI its replica applied); a
+        lease command not flushed, or not a transfer, carries neither an LAI nor a closed
+        ts."""
+        att = attempts(s)
+        total = sum(If(a[0], 1, 0) for a in att)
+        unflushed = And(*[Implies(Or(Not(s.lready[G0][j]),
+                                     s.lkind[G0][j] != LeaseKind.transfer),
+                                  And(s.llai[G0][j] == 0, s.lcts[G0][j] == NIL))
+                          for j in commands])
+        return And(*[Implies(a[0], a[3] <= total) for a in att], unflushed,
+                   ForAll(range(N), lambda x: s.assigned_lai[G0][x] <= total))
+
+    @m.lemma
+    def CacheAboveLeaseStart(s):  # noqa: N802
+        """A node whose replica applied a lease naming it has its timestamp cache at or above
+        the start of that lease's sequence, and a transfer's read summary: they were
+        raised when the lease changed hands to it (`leasePostApplyLocked`)."""
+        def node(x: int) -> Any:
+            b = base(s, s.lseq[G0][x])
+            low = If(s.lkind[G0][b] == LeaseKind.transfer, Max(s.lsum[G0][b], s.lstart[G0][b]),
+                     s.lstart[G0][b])
+            return Implies(s.lholder[G0][s.lseq[G0][x]] == x, And(*[
+                s.tsc[x][seg] >= low for seg in range(ctx.segments)]))
+        return And(*[node(x) for x in range(N)])
+
+    @m.lemma
+    def LogHoldsFlushed(s):  # noqa: N802
+        """The log holds flushed proposals and flushed lease commands, as often as their
+        `appended` counts say; no replica has applied past its end."""
+        log = Replay(s, ctx)
+
+        def entry(i: int) -> Any:
+            e = log.at(i)
+            j = log.lease(i)
+            return Or(And(e >= 0, e < P, flushed(s, log.prop(i))),
+                      And(e >= P, e < P + S - 1, j <= s.lcount[G0], s.lready[G0][j]))
+        entries = ForAll(range(L), lambda i: Implies(log.present(i), entry(i)))
+        copies = ForAll(range(P), lambda w: s.appended[w] == sum(
+            If(And(log.present(i), log.at(i) == w), 1, 0) for i in range(L)))
+        lease_copies = And(*[s.lappended[G0][j] == sum(
+            If(And(log.present(i), log.at(i) == P + j - 2), 1, 0) for i in range(L))
+            for j in commands])
+        once = [] if duplicate else [ForAll(range(P), lambda w: s.appended[w] <= 1)]
+        applied = ForAll(range(N), lambda n: s.applied[G0][n] <= s.loglen[G0])
+        return And(entries, copies, lease_copies, applied, *once)
+
+    @m.lemma
+    def ReplicasReplayTheLog(s):  # noqa: N802
+        """Each replica's LAI, closed ts and lease are the replay of the prefix it applied:
+        every replica decides each entry from the same prefix (reference §3.1-3.2)."""
+        log = Replay(s, ctx)
+        return ForAll(range(N), lambda n: And(
+            s.lai[G0][n] == log.pick(s.applied[G0][n], 0),
+            s.closed[G0][n] == log.pick(s.applied[G0][n], 1),
+            s.lseq[G0][n] == log.pick(s.applied[G0][n], 2)))
+
+    @m.lemma
+    def AcceptedByReplay(s):  # noqa: N802
+        """A proposal is accepted exactly when the replay accepts one of its entries that
+        some replica applied; a node holds the writes its replica accepted; the claim is
+        the closed ts of the replica furthest along, at or above every follower read."""
+        log = Replay(s, ctx)
+
+        def accepted_before(w: int, upto: Any) -> Any:
+            return Or(*[And(i < upto, log.at(i) == w, log.oks[i]) for i in range(L)])
+        far = log.furthest()
+        accepted = ForAll(range(P), lambda w: s.accepted[w] == accepted_before(w, far))
+        held = ForAll([(n, w) for n in range(N) for w in range(W)], lambda nw: s.has[nw[0]][
+            nw[1]] == accepted_before(nw[1], s.applied[G0][nw[0]]))
+        claim = s.claim_hi[G0] == log.pick(far, 1)
+        reads = ForAll(range(ctx.reads), lambda i: Implies(
+            s.rdone[i], s.rts[i] <= s.claim_hi[G0]))
+        return And(accepted, held, claim, reads)
+
+    @m.lemma
+    def ReplayClosedNeverRegresses(s):  # noqa: N802
+        """Along the log, an accepted entry carries a closed ts at least the replay's
+        before it, and an accepted write is above it (A2, A3)."""
+        log = Replay(s, ctx)
+
+        def step(i: int) -> Any:
+            closed = log.states[i][1]
+            write_above = Implies(And(log.is_prop(i), log.oks[i], log.at(i) < W),
+                                  s.wts[Min(log.prop(i), W - 1)] > closed)
+            return Implies(log.present(i), And(log.states[i + 1][1] >= closed, write_above))
+        return And(*[step(i) for i in range(L)])
+
+    def attempts(s: Any) -> list[tuple[Any, Any, Any, Any, Any, Any]]:
+        """(exists, proposer, lease it was proposed under, LAI, closed ts, write ts or
+        None) of every flushed attempt that carries an LAI: each flushed write and each
+        flushed transfer."""
+        out = [(flushed(s, w), s.wnode[w], s.wseq[w], s.wlai[w], s.wcts[w], s.wts[w])
+                for w in range(W)]
+        for j in commands:
+            out.append((And(made(s, j), s.lready[G0][j],
+                            s.lkind[G0][j] == LeaseKind.transfer),
+                        lease_proposer(s, j), s.lprev[G0][j], s.llai[G0][j], s.lcts[G0][j],
+                        None))
+        return out
+
+    def live(s: Any, a: tuple) -> Any:
+        """The attempt's proposer still applies the lease sequence it was proposed under
+        (its counters were not zeroed since)."""
+        return And(a[0], base(s, a[2]) == base(s, s.lseq[G0][a[1]]))
+
+    @m.lemma
+    def HolderCountersOrderAttempts(s):  # noqa: N802
+        """A live attempt's LAI and closed ts are at most its proposer's assigned ones; two
+        live attempts of one sequence never share an LAI, and the later one carries a
+        closed ts at least as high and, a write, is above the earlier's (flush order, the
+        tracker, the RFC's promise)."""
+        def bounded(a: tuple) -> Any:
+            x = a[1]
+            return Implies(live(s, a), And(a[3] >= 1, a[3] <= s.assigned_lai[G0][x],
+                                           a[4] >= 0, a[4] <= s.assigned_closed[G0][x]))
+
+        def ordered(a: tuple, b: tuple) -> Any:
+            later = [b[4] >= a[4]]
+            if b[5] is not None:
+                later.append(b[5] > a[4])
+            return Implies(And(live(s, a), live(s, b), base(s, a[2]) == base(s, b[2]),
+                               a[3] < b[3]), And(*later))
+
+        def distinct(a: tuple, b: tuple) -> Any:
+            return Implies(And(live(s, a), live(s, b), base(s, a[2]) == base(s, b[2])),
+                           a[3] != b[3])
+        att = attempts(s)
+        pairs = [(a, b) for ia, a in enumerate(att) for ib, b in enumerate(att) if ia != ib]
+        return And(*[bounded(a) for a in att], *[ordered(a, b) for a, b in pairs],
+                   *[distinct(a, b) for a, b in pairs])
+
+    @m.lemma
+    def HolderCountersAboveReplay(s):  # noqa: N802
+        """While the replay of a prefix is in the lease sequence node x's replica applied
+        and x holds it, x's assigned LAI and closed ts are at or above the replay's: they
+        were forwarded when x's lease applied, and only x's own attempts follow in that
+        sequence."""
+        log = Replay(s, ctx)
+
+        def node(x: int, k: int) -> Any:
+            lai, closed, seq = log.states[k]
+            mine = And(k <= s.loglen[G0], s.lholder[G0][s.lseq[G0][x]] == x,
+                       base(s, seq) == base(s, s.lseq[G0][x]))
+            return Implies(mine, And(lai <= s.assigned_lai[G0][x],
+                                     closed <= s.assigned_closed[G0][x]))
+        return And(*[node(x, k) for x in range(N) for k in range(L + 1)])
+
+    @m.lemma
+    def EndAcceptsOnlyLiveAttempts(s):  # noqa: N802
+        """An attempt the end of the log would accept is above the replay's closed ts there
+        and carries one at least as high."""
+        log = Replay(s, ctx)
+        lai, closed, seq = log.at_end()
+
+        def fits(a: tuple) -> Any:
+            above = [a[4] >= closed]
+            if a[5] is not None:
+                above.append(a[5] > closed)
+            return Implies(And(a[0], base(s, a[2]) == base(s, seq), a[3] > lai), And(*above))
+        return And(*[fits(a) for a in attempts(s)])
+
+    if p.tracker == "impl":
+        @m.lemma
+        def BucketsWellFormed(s):  # noqa: N802
+            """Each node's lock-free tracker: a bucket holding no tracked write is unset, a
+            set bucket holds a write's ts (at least 1), and b1's is at most b2's."""
+            def node(x: int) -> Any:
+                b1 = s.tb_first[G0][x]
+
+                def empty(b: Any) -> Any:
+                    return ForAll(range(W), lambda q: Not(And(
+                        tracked_in(s, ctx, q, G0, x), s.tok[q] == b)))
+                unset = ForAll(range(2), lambda b: And(
+                    Implies(empty(b), s.tb_ts[G0][x][b] == NIL),
+                    Or(s.tb_ts[G0][x][b] == NIL, s.tb_ts[G0][x][b] >= 1)))
+                lo, hi = s.tb_ts[G0][x][b1], s.tb_ts[G0][x][1 - b1]
+                return And(unset, Implies(And(lo != NIL, hi != NIL), lo <= hi))
+            return And(*[node(x) for x in range(N)])
