@@ -103,6 +103,10 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
     m.var("hist_bump", Array(Array(Array(Int(NIL, ctx.max_lai), G), P + 1), S), init=NIL,
           ghost=True, doc="the sender's applied LAI at each publish's successful bump (-1: "
                           "no bump, or it failed)")
+    if ctx.lease_changes:
+        m.var("hist_lease", Array(Array(Array(Int(0, ctx.lease_changes + 1), G), P + 1), S),
+              init=0, ghost=True, doc="the lease the sender had applied at each publish's "
+                                      "successful bump (0: none), for the proofs")
     # one stream per (sender, receiving node); a sender's slot for itself stays unused
     m.var("q_len", Array(Array(Int(0, P), N), S), init=0,
           doc="messages queued on each stream")
@@ -268,6 +272,8 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
             s.hist_tracked[x][seq][g] = s.pub_tracked[x][g]
             s.hist_lai[x][seq][g] = s.pub_lai[x][g]
             s.hist_bump[x][seq][g] = bumps[g]
+            if ctx.lease_changes:
+                s.hist_lease[x][seq][g] = If(bumps[g] != NIL, s.lseq[g][x], 0)
             if K > 1:
                 s.hist_grp[x][seq][g] = s.pub_grp[x][g]
         for n in range(N):

@@ -38,6 +38,7 @@ from checker.lang import And, ForAll, If, Implies, Max, Min, Not, Or
 from spec.log_driven.leases import LeaseKind
 from spec.log_driven.lemmas.core import flushed
 from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base, tracked_in
+from spec.log_driven.policy import clock
 from spec.tracker import buffer_lists
 
 G0 = 0  # one range
@@ -45,11 +46,13 @@ G0 = 0  # one range
 
 def applies(p: Any, ctx: Ctx) -> bool:
     """One range whose lease changes (requests, transfers, extensions), without the side
-    transport, reproposals, restarts, injected LAI errors, epoch leases or clock offsets,
-    with a lock-free or heap tracker."""
-    return bool(ctx.lease_changes and ctx.ranges == 1 and not ctx.reproposals
-                and not p.side_transport and not ctx.restarts and not p.lai_errors
-                and not ctx.epochs and not ctx.max_offset and p.tracker in ("impl", "heap"))
+    transport, reproposals, restarts, injected LAI errors or epoch leases, with a
+    lock-free or heap tracker (clocks may be `max_offset` apart); not under a mutation,
+    whose rules the replay does not fold (a mutation model is checked against the
+    property it breaks, not against these lemmas)."""
+    return bool(ctx.lease_changes and not ctx.muts and ctx.ranges == 1 and not ctx.reproposals
+                and not ctx.restarts and not p.lai_errors
+                and not ctx.epochs and p.tracker in ("impl", "heap"))
 
 
 class Replay:
@@ -121,6 +124,12 @@ class Replay:
         return Or(j == 1, *[And(i < upto, self.at(i) == self.P + j - 2, self.oks[i])
                             for i in range(self.L)])
 
+    def passes(self, j: Any, lai: Any, upto: Any) -> Any:
+        """The replay of some prefix of at most `upto` entries is at lease j and LAI
+        `lai`: a replica that applied that prefix had them."""
+        return Or(*[And(k <= upto, self.states[k][2] == j, self.states[k][0] == lai)
+                    for k in range(self.L + 1)])
+
     def holds_entry(self, command: Any, upto: Any) -> Any:
         """Some entry before position `upto` is `command`."""
         return Or(*[And(i < upto, self.at(i) == command) for i in range(self.L)])
@@ -156,10 +165,13 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         applied lease, and its replica only moves forward); a request or transfer starts a
         new sequence, an extension or a
         renewal keeps the one it extends, with its holder and start, and an expiration that
-        only moves forward, so sequences only grow along the chain. A lease starts at or
-        before the clock it was proposed at, and expires after it starts; every lease has
-        the holder and start of the one that began its sequence. A transfer hands the
-        lease to another node, with a read summary at or above its start. Lease
+        only moves forward, so sequences only grow along the chain. A lease expires after
+        it starts; every lease has
+        the holder and start of the one that began its sequence. A sequence starts at or
+        below its proposer's clock; a request by another node starts at the expiration of
+        the lease it builds on; a transfer hands the
+        lease to another node, with a read summary at or above its start, and its
+        proposer's lease stays revoked while its replica is still in that sequence. Lease
         1 is the initial one; commands not yet proposed are untouched. A node proposes
         one lease command at a time: a later one of the same proposer comes after its
         replica applied the earlier."""
@@ -175,19 +187,28 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                        s.lstart[G0][j] == s.lstart[G0][prev],
                        s.lexp[G0][j] >= s.lexp[G0][prev])
             own = Or(base(s, j) == j, kept)
-            if ctx.lease_extensions:
-                own = And(own, Implies(s.lkind[G0][j] == LeaseKind.extension, kept))
+            extension = s.lkind[G0][j] == LeaseKind.extension
+            own = And(own, Implies(extension, kept) if ctx.lease_extensions else Not(extension))
             b = base(s, j)
             same = And(b >= 1, b <= j, base(s, b) == b, s.lstart[G0][j] == s.lstart[G0][b],
                        s.lholder[G0][j] == s.lholder[G0][b])
+            # a request by another node is backdated to the expiration of the lease it
+            # builds on, which had passed at its clock
+            takeover = Implies(And(s.lkind[G0][j] == LeaseKind.request,
+                                   s.lholder[G0][j] != s.lholder[G0][prev]),
+                               And(s.lstart[G0][j] == s.lexp[G0][prev], base(s, j) == j))
+            y = s.lholder[G0][prev]
             transfer = Implies(s.lkind[G0][j] == LeaseKind.transfer, And(
-                s.lholder[G0][j] != s.lholder[G0][prev], base(s, j) == j,
-                s.lsum[G0][j] >= s.lstart[G0][j]))
+                s.lholder[G0][j] != y, base(s, j) == j, s.lsum[G0][j] >= s.lstart[G0][j],
+                Implies(And(s.lseq[G0][y] >= prev, base(s, s.lseq[G0][y]) == base(s, prev)),
+                        s.proscribed[G0][y])))
             x = lease_proposer(s, j)
             seen = And(prev <= s.lseq[G0][x], log.accepted_lease(prev, s.applied[G0][x]))
-            return If(made(s, j), And(prev >= 1, prev < j, own, same, transfer, seen,
+            started = Implies(base(s, j) == j,
+                              s.lstart[G0][j] <= clock(s, ctx, lease_proposer(s, j)))
+            return If(made(s, j), And(prev >= 1, prev < j, own, same, transfer, takeover,
+                                      started, seen,
                                       s.lexp[G0][j] > s.lstart[G0][j],
-                                      s.lstart[G0][j] <= s.now,
                                       s.lkind[G0][j] != LeaseKind.initial),
                       And(Not(s.lready[G0][j]), s.lappended[G0][j] == 0))
         first = And(base(s, 1) == 1, s.lholder[G0][1] == 0, s.lstart[G0][1] == 0,
@@ -263,14 +284,18 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     @m.lemma
     def LogHoldsFlushed(s):  # noqa: N802
         """The log holds flushed proposals and flushed lease commands, as often as their
-        `appended` counts say; no replica has applied past its end."""
+        `appended` counts say, each after the entry of the lease it was proposed under
+        (its proposer had applied that lease); no replica has applied past its end."""
         log = Replay(s, ctx)
 
         def entry(i: int) -> Any:
             e = log.at(i)
             j = log.lease(i)
-            return Or(And(e >= 0, e < P, flushed(s, log.prop(i))),
-                      And(e >= P, e < P + S - 1, j <= s.lcount[G0], s.lready[G0][j]))
+            w = log.prop(i)
+            return Or(And(e >= 0, e < P, flushed(s, w),
+                          log.accepted_lease(s.wseq[w], i)),
+                      And(e >= P, e < P + S - 1, j <= s.lcount[G0], s.lready[G0][j],
+                          log.accepted_lease(s.lprev[G0][j], i)))
         entries = ForAll(range(L), lambda i: Implies(log.present(i), entry(i)))
         copies = ForAll(range(P), lambda w: s.appended[w] == sum(
             If(And(log.present(i), log.at(i) == w), 1, 0) for i in range(L)))
@@ -295,7 +320,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def AcceptedByReplay(s):  # noqa: N802
         """A proposal is accepted exactly when the replay accepts one of its entries that
         some replica applied; a node holds the writes its replica accepted; the claim is
-        the closed ts of the replica furthest along, at or above every follower read."""
+        the closed ts of the replica furthest along, at or above every follower read
+        (which, with clock offsets, recorded as accepted only writes that were)."""
         log = Replay(s, ctx)
 
         def accepted_before(w: int, upto: Any) -> Any:
@@ -304,10 +330,20 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         accepted = ForAll(range(P), lambda w: s.accepted[w] == accepted_before(w, far))
         held = ForAll([(n, w) for n in range(N) for w in range(W)], lambda nw: s.has[nw[0]][
             nw[1]] == accepted_before(nw[1], s.applied[G0][nw[0]]))
-        claim = s.claim_hi[G0] == log.pick(far, 1)
+        highest = log.pick(far, 1)
+        for floors in ctx.hooks.get("claim_floors", []):
+            for floor in floors(s, G0):
+                highest = Max(highest, floor)
+        claim = s.claim_hi[G0] == highest
         reads = ForAll(range(ctx.reads), lambda i: Implies(
             s.rdone[i], s.rts[i] <= s.claim_hi[G0]))
-        return And(accepted, held, claim, reads)
+        recorded = []
+        if ctx.max_offset:  # what a read recorded as accepted was, and it saw only that
+            recorded = [ForAll([(i, w) for i in range(ctx.reads) for w in range(W)],
+                               lambda iw: And(Implies(s.racc[iw[0]][iw[1]], s.accepted[iw[1]]),
+                                              Implies(s.robs[iw[0]][iw[1]],
+                                                      s.racc[iw[0]][iw[1]])))]
+        return And(accepted, held, claim, reads, *recorded)
 
     @m.lemma
     def ReplayClosedNeverRegresses(s):  # noqa: N802

@@ -30,19 +30,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
-from spec.log_driven.lemmas import core
-from spec.log_driven.parts import NIL, Ctx, WPhase
+from checker.lang import And, ForAll, If, Implies, Max, Not, Or
+from spec.log_driven.leases import LeaseKind
+from spec.log_driven.lemmas import core, leases
+from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base
+from spec.log_driven.policy import clock
 from spec.log_driven.side_transport import Entry
 
 G = 0  # one range
-X = 0  # n1 holds its lease and is the only sender
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """The core's configuration with the side transport (n1 its only sender, since the
-    lease never moves)."""
-    return core.applies(p, ctx) and ctx.ranges == 1 and p.side_transport and p.senders == 1
+    """The side transport on one range: over the core's configuration (n1 the only
+    sender, since the lease never moves), or over the lease lemmas' (`leases.py`: every
+    sender, each bumping under the lease it applied)."""
+    if not (p.side_transport and ctx.ranges == 1):
+        return False
+    return (core.applies(p, ctx) and p.senders == 1) or leases.applies(p, ctx)
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
@@ -51,7 +55,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     N, P, W = ctx.nodes, p.publishes, ctx.writes
     K = 2 if ctx.lead else 1
     stash = p.side_unapplied == "stash"
-    streams = [n for n in range(N) if n != X]
+    moving = bool(ctx.lease_changes)  # leases change: bumps are any sender's
+    senders = range(p.senders)
 
     def pick(values: list[Any], i: Any) -> Any:
         out = values[-1]
@@ -59,150 +64,173 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             out = If(i == j, values[j], out)
         return out
 
-    def grp(s: Any, k: int) -> Any:
-        return s.hist_grp[X][k][G] if K > 1 else 0
+    def grp(s: Any, x: int, k: int) -> Any:
+        return s.hist_grp[x][k][G] if K > 1 else 0
 
-    def bump_ts(s: Any, k: int) -> Any:
-        """T of publish k: the closed ts it sent for the range's group."""
-        return pick([s.hist_closed[X][k][c] for c in range(K)], grp(s, k))
+    def bump_ts(s: Any, x: int, k: int) -> Any:
+        """T of sender x's publish k: the closed ts it sent for the range's group."""
+        return pick([s.hist_closed[x][k][c] for c in range(K)], grp(s, x, k))
 
-    def bump_lai(s: Any, k: int) -> Any:
-        return s.hist_bump[X][k][G]
+    def bump_lai(s: Any, x: int, k: int) -> Any:
+        return s.hist_bump[x][k][G]
 
-    def is_bump(s: Any, k: int) -> Any:
-        return And(k <= s.pub_seq[X], bump_lai(s, k) != NIL)
+    def is_bump(s: Any, x: int, k: int) -> Any:
+        return And(k <= s.pub_seq[x], bump_lai(s, x, k) != NIL)
+
+    def bumps(s: Any) -> list[tuple[int, int]]:
+        return [(x, k) for x in senders for k in range(1, P + 1)]
 
     def some_bump(s: Any, ts: Any, lai: Any) -> Any:
-        return Exists(range(1, P + 1), lambda k: And(is_bump(s, k), ts == bump_ts(s, k),
-                                                     lai == bump_lai(s, k)))
+        return Or(*[And(is_bump(s, x, k), ts == bump_ts(s, x, k), lai == bump_lai(s, x, k))
+                    for x, k in bumps(s)])
 
-    # the claim may also come from a bump (the core's ClaimIsAccepted asks the sources)
+    # the claim may also come from a bump (the core's ClaimIsAccepted and the lease
+    # lemmas' AcceptedByReplay ask the sources)
     ctx.hooks.setdefault("claim_sources", []).append(
-        lambda s, g: Exists(range(1, P + 1), lambda k: And(is_bump(s, k),
-                                                           s.claim_hi[g] == bump_ts(s, k))))
+        lambda s, g: Or(*[And(is_bump(s, x, k), s.claim_hi[g] == bump_ts(s, x, k))
+                          for x, k in bumps(s)]))
+    ctx.hooks.setdefault("claim_floors", []).append(
+        lambda s, g: [If(is_bump(s, x, k), bump_ts(s, x, k), NIL) for x, k in bumps(s)])
 
     @m.lemma
     def SenderHistory(s):  # noqa: N802 - property names are CamelCase
-        """The sender's state is its last publish's, and publishes not made yet (and
+        """Each sender's state is its last publish's, and publishes not made yet (and
         publish 0) hold nothing; a range tracked after publish k was bumped in it, at
-        the LAI it is tracked at (`publish` removes a range whose bump failed)."""
-        def unset(k: int) -> Any:
-            conds = [s.hist_bump[X][k][G] == NIL, Not(s.hist_tracked[X][k][G]),
-                     s.hist_lai[X][k][G] == 0]
-            conds += [s.hist_closed[X][k][c] == NIL for c in range(K)]
-            if K > 1:
-                conds.append(s.hist_grp[X][k][G] == 0)
-            return And(*conds)
+        the LAI it is tracked at (`publish` removes a range whose bump failed), in the
+        group of the range's policy when it never flips."""
+        def sender(x: int) -> Any:
+            def unset(k: int) -> Any:
+                conds = [s.hist_bump[x][k][G] == NIL, Not(s.hist_tracked[x][k][G]),
+                         s.hist_lai[x][k][G] == 0]
+                conds += [s.hist_closed[x][k][c] == NIL for c in range(K)]
+                if K > 1:
+                    conds.append(s.hist_grp[x][k][G] == 0)
+                if moving:
+                    conds.append(s.hist_lease[x][k][G] == 0)
+                return And(*conds)
 
-        def made(k: int) -> Any:
-            return Implies(s.hist_tracked[X][k][G],
-                           s.hist_bump[X][k][G] == s.hist_lai[X][k][G])
+            def made(k: int) -> Any:
+                conds = [Implies(s.hist_tracked[x][k][G],
+                                 s.hist_bump[x][k][G] == s.hist_lai[x][k][G])]
+                if K > 1 and not p.policy_flip:  # the one policy's group
+                    conds.append(Implies(s.hist_tracked[x][k][G],
+                                         s.hist_grp[x][k][G] == If(s.lead_policy, 1, 0)))
+                if moving:
+                    conds += [(s.hist_bump[x][k][G] == NIL) == (s.hist_lease[x][k][G] == 0),
+                              (s.hist_bump[x][k][G] == NIL) == Not(s.hist_tracked[x][k][G])]
+                return And(*conds)
 
-        history = ForAll(range(P + 1), lambda k: If(
-            Or(k == 0, k > s.pub_seq[X]), unset(k), made(k)))
+            history = ForAll(range(P + 1), lambda k: If(
+                Or(k == 0, k > s.pub_seq[x]), unset(k), made(k)))
 
-        def last(k: int) -> Any:
-            conds = [s.pub_tracked[X][G] == s.hist_tracked[X][k][G],
-                     s.pub_lai[X][G] == s.hist_lai[X][k][G]]
-            conds += [s.pub_closed[X][c] == s.hist_closed[X][k][c] for c in range(K)]
-            if K > 1:
-                conds.append(s.pub_grp[X][G] == s.hist_grp[X][k][G])
-            return Implies(s.pub_seq[X] == k, And(*conds))
-        return And(history, ForAll(range(P + 1), last))
+            def last(k: int) -> Any:
+                conds = [s.pub_tracked[x][G] == s.hist_tracked[x][k][G],
+                         s.pub_lai[x][G] == s.hist_lai[x][k][G]]
+                conds += [s.pub_closed[x][c] == s.hist_closed[x][k][c] for c in range(K)]
+                if K > 1:
+                    conds.append(s.pub_grp[x][G] == s.hist_grp[x][k][G])
+                return Implies(s.pub_seq[x] == k, And(*conds))
+            return And(history, ForAll(range(P + 1), last))
+        return And(*[sender(x) for x in senders])
 
-    @m.lemma
-    def BumpsBelowSender(s):  # noqa: N802
-        """A bump's T is at or above 0, at or below the sender's assigned closed ts and the
-        range's claim, and its L at or below the sender's applied LAI (both only grow);
-        a later bump has a higher T and no lower L (the bump needs `target >
-        assigned_closed`, and raises it to the target; §4.3)."""
-        def bounded(k: int) -> Any:
-            return Implies(is_bump(s, k), And(
-                bump_ts(s, k) >= 0, bump_ts(s, k) <= s.assigned_closed[G][X],
-                bump_ts(s, k) <= s.claim_hi[G], bump_lai(s, k) <= s.lai[G][X]))
+    if not moving:
+        X = 0
 
-        def ordered(a: int, b: int) -> Any:
-            return Implies(And(is_bump(s, a), is_bump(s, b)), And(
-                bump_ts(s, a) < bump_ts(s, b), bump_lai(s, a) <= bump_lai(s, b)))
-        return And(ForAll(range(1, P + 1), bounded),
-                   ForAll([(a, b) for a in range(1, P + 1) for b in range(a + 1, P + 1)],
-                          lambda ab: ordered(*ab)))
+        @m.lemma
+        def BumpsBelowSender(s):  # noqa: N802
+            """A bump's T is at or above 0, at or below the sender's assigned closed ts and
+            the range's claim, and its L at or below the sender's applied LAI (both only
+            grow); a later bump has a higher T and no lower L (the bump needs `target >
+            assigned_closed`, and raises it to the target; §4.3)."""
+            def bounded(k: int) -> Any:
+                return Implies(is_bump(s, X, k), And(
+                    bump_ts(s, X, k) >= 0, bump_ts(s, X, k) <= s.assigned_closed[G][X],
+                    bump_ts(s, X, k) <= s.claim_hi[G], bump_lai(s, X, k) <= s.lai[G][X]))
 
-    @m.lemma
-    def BumpsBelowLaterWrites(s):  # noqa: N802
-        """Every write attempt with an LAI above a bump's L is above its T, and so is
-        every write evaluating or waiting in the buffer: nothing was in flight when the
-        bump succeeded, and the tracker's lower bound was above T (§4.3 step 6,
-        MaybeForwardClosedLocked); later writes are tracked above the raised assigned
-        closed ts (A7)."""
-        attempts = core.Log(s, ctx).attempts()
+            def ordered(a: int, b: int) -> Any:
+                return Implies(And(is_bump(s, X, a), is_bump(s, X, b)), And(
+                    bump_ts(s, X, a) < bump_ts(s, X, b), bump_lai(s, X, a) <= bump_lai(s, X, b)))
+            return And(ForAll(range(1, P + 1), bounded),
+                       ForAll([(a, b) for a in range(1, P + 1) for b in range(a + 1, P + 1)],
+                              lambda ab: ordered(*ab)))
 
-        def above(k: int) -> Any:
-            later = [Implies(And(a[0], a[1] < W, a[2] > bump_lai(s, k)),
-                             s.wts[a[1]] > bump_ts(s, k)) for a in attempts]
-            pending = [Implies(Or(s.wphase[w] == WPhase.evaluating,
-                                  s.wphase[w] == WPhase.buffered),
-                               s.wts[w] > bump_ts(s, k)) for w in range(W)]
-            return Implies(is_bump(s, k), And(*later, *pending))
-        return ForAll(range(1, P + 1), above)
+        @m.lemma
+        def BumpsBelowLaterWrites(s):  # noqa: N802
+            """Every write attempt with an LAI above a bump's L is above its T, and so is
+            every write evaluating or waiting in the buffer: nothing was in flight when the
+            bump succeeded, and the tracker's lower bound was above T (§4.3 step 6,
+            MaybeForwardClosedLocked); later writes are tracked above the raised assigned
+            closed ts (A7)."""
+            attempts = core.Log(s, ctx).attempts()
 
-    def delta(s: Any, j: Any) -> Any:
-        """The entry publish j (a delta) sent for the range, from the history before and
-        after it."""
-        before = [s.hist_tracked[X][i][G] for i in range(P + 1)]
+            def above(k: int) -> Any:
+                later = [Implies(And(a[0], a[1] < W, a[2] > bump_lai(s, X, k)),
+                                 s.wts[a[1]] > bump_ts(s, X, k)) for a in attempts]
+                pending = [Implies(Or(s.wphase[w] == WPhase.evaluating,
+                                      s.wphase[w] == WPhase.buffered),
+                                   s.wts[w] > bump_ts(s, X, k)) for w in range(W)]
+                return Implies(is_bump(s, X, k), And(*later, *pending))
+            return ForAll(range(1, P + 1), above)
+    else:
+        add_moving(m, p, ctx, is_bump, bump_ts, bump_lai, bumps)
+
+    def delta(s: Any, x: int, j: Any) -> Any:
+        """The entry sender x's publish j (a delta) sent for the range, from the history
+        before and after it."""
+        before = [s.hist_tracked[x][i][G] for i in range(P + 1)]
         was = pick(before[:-1], j - 1) if P > 0 else False
         now = pick(before, j)
-        changed = Or(Not(was), pick([s.hist_lai[X][i][G] for i in range(P)], j - 1)
-                     != pick([s.hist_lai[X][i][G] for i in range(P + 1)], j))
+        changed = Or(Not(was), pick([s.hist_lai[x][i][G] for i in range(P)], j - 1)
+                     != pick([s.hist_lai[x][i][G] for i in range(P + 1)], j))
         if K > 1:
-            changed = Or(changed, pick([s.hist_grp[X][i][G] for i in range(P)], j - 1)
-                         != pick([s.hist_grp[X][i][G] for i in range(P + 1)], j))
+            changed = Or(changed, pick([s.hist_grp[x][i][G] for i in range(P)], j - 1)
+                         != pick([s.hist_grp[x][i][G] for i in range(P + 1)], j))
         return If(And(was, Not(now)), Entry.remove,
                   If(And(now, changed), Entry.upsert, Entry.none))
 
     @m.lemma
     def StreamsCarryHistory(s):  # noqa: N802
-        """Each stream's queue holds the sender's publishes in order, up to its last,
+        """Each stream's queue holds its sender's publishes in order, up to its last,
         each as that publish produced it (a snapshot of the tracked set, or the delta
         from the publish before); only the head may be a snapshot, and then the
         receiver has no state for the stream; otherwise the receiver sits right before
         the head, or, with nothing queued, at the sender's last publish, and tracks a
         range in the group that publish gave it (§4.1, §4.2; a break empties both and
         the next publish is a snapshot)."""
-        def stream(n: int) -> Any:
-            ln = s.q_len[X][n]
+        def stream(x: int, n: int) -> Any:
+            ln = s.q_len[x][n]
 
             def message(i: int) -> Any:
-                seq = s.q_seq[X][n][i]
-                hist = [s.hist_tracked[X][k][G] for k in range(P + 1)]
-                conds = [seq >= 1, seq <= s.pub_seq[X],
-                         Implies(i == ln - 1, seq == s.pub_seq[X]),
-                         s.q_lai[X][n][i][G] == pick(
-                             [s.hist_lai[X][k][G] for k in range(P + 1)], seq),
-                         s.q_entry[X][n][i][G] == If(
-                             s.q_snap[X][n][i],
-                             If(pick(hist, seq), Entry.upsert, Entry.none), delta(s, seq))]
-                conds += [s.q_closed[X][n][i][c] == pick(
-                    [s.hist_closed[X][k][c] for k in range(P + 1)], seq) for c in range(K)]
+                seq = s.q_seq[x][n][i]
+                hist = [s.hist_tracked[x][k][G] for k in range(P + 1)]
+                conds = [seq >= 1, seq <= s.pub_seq[x],
+                         Implies(i == ln - 1, seq == s.pub_seq[x]),
+                         s.q_lai[x][n][i][G] == pick(
+                             [s.hist_lai[x][k][G] for k in range(P + 1)], seq),
+                         s.q_entry[x][n][i][G] == If(
+                             s.q_snap[x][n][i],
+                             If(pick(hist, seq), Entry.upsert, Entry.none), delta(s, x, seq))]
+                conds += [s.q_closed[x][n][i][c] == pick(
+                    [s.hist_closed[x][k][c] for k in range(P + 1)], seq) for c in range(K)]
                 if K > 1:
-                    conds.append(s.q_grp[X][n][i][G] == pick(
-                        [s.hist_grp[X][k][G] for k in range(P + 1)], seq))
+                    conds.append(s.q_grp[x][n][i][G] == pick(
+                        [s.hist_grp[x][k][G] for k in range(P + 1)], seq))
                 if i > 0:
-                    conds += [Not(s.q_snap[X][n][i]), seq == s.q_seq[X][n][i - 1] + 1]
+                    conds += [Not(s.q_snap[x][n][i]), seq == s.q_seq[x][n][i - 1] + 1]
                 return Implies(i < ln, And(*conds))
-            ok, rseq = s.rv_ok[X][n], s.rv_seq[X][n]
+            ok, rseq = s.rv_ok[x][n], s.rv_seq[x][n]
             head = If(ln == 0,
-                      Or(s.fresh[X][n], And(ok, rseq == s.pub_seq[X])),
-                      If(s.q_snap[X][n][0], Not(ok),
-                         And(ok, s.q_seq[X][n][0] == rseq + 1)))
-            fresh = Implies(s.fresh[X][n], And(ln == 0, Not(ok)))
-            received = Implies(ok, And(rseq >= 1, rseq <= s.pub_seq[X]))
+                      Or(s.fresh[x][n], And(ok, rseq == s.pub_seq[x])),
+                      If(s.q_snap[x][n][0], Not(ok),
+                         And(ok, s.q_seq[x][n][0] == rseq + 1)))
+            fresh = Implies(s.fresh[x][n], And(ln == 0, Not(ok)))
+            received = Implies(ok, And(rseq >= 1, rseq <= s.pub_seq[x]))
             if K > 1:  # ReceiverMatchesSender compares closed ts, which may coincide
-                received = And(received, Implies(And(ok, s.rv_tracked[X][n][G]), (
-                    s.rv_grp[X][n][G] == pick([s.hist_grp[X][k][G] for k in range(P + 1)],
+                received = And(received, Implies(And(ok, s.rv_tracked[x][n][G]), (
+                    s.rv_grp[x][n][G] == pick([s.hist_grp[x][k][G] for k in range(P + 1)],
                                               rseq))))
             return And(ForAll(range(P), message), head, fresh, received)
-        return ForAll(streams, stream)
+        return And(*[stream(x, n) for x in senders for n in range(N) if n != x])
 
     def side_pairs(s: Any, n: int) -> list[tuple[Any, Any]]:
         out = [(s.side_ts[G][n], s.side_lai[G][n])]
@@ -218,3 +246,120 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         one of them (`sidetransportAccess.forward`)."""
         return ForAll(range(N), lambda n: And(*[
             Or(And(ts == NIL, lai == 0), some_bump(s, ts, lai)) for ts, lai in side_pairs(s, n)]))
+
+
+def add_moving(m: Any, p: Any, ctx: Ctx, is_bump: Any, bump_ts: Any, bump_lai: Any,
+               bumps: Any) -> None:
+    """The bumps' lemmas when leases change: a bump (T, L, J) is sender x's, made under
+    the lease J its replica had applied; it binds that lease's sequence through x's
+    counters, and every later sequence through the lease chain."""
+    N, W = ctx.nodes, ctx.writes
+    P = p.publishes
+    senders = range(p.senders)
+
+    def bump_lease(s: Any, x: int, k: int) -> Any:
+        return s.hist_lease[x][k][G]
+
+    def base(s: Any, j: Any) -> Any:
+        return lease_base(s, ctx, G, j)
+
+    @m.lemma
+    def BumpsBelowSender(s):  # noqa: N802
+        """A bump (T, L, J) of sender x: J is a lease naming x, and x's replica was at J
+        and LAI L after some prefix of what it has applied (the bump read both); the
+        publish's clock (its LAG closed ts plus the target) is at or below x's clock and
+        below J's expiration (§4.3: the lease was valid); T is at or above 0 and at or
+        below the claim; while x's replica is in J's sequence and x holds it, T is at or
+        below x's assigned closed ts (the bump raised it). x's later bumps are under the
+        same lease or a later one; two in one sequence are in T and L order, and so are
+        two bumps under leases in chain order: a later lease starts once the earlier
+        expired (a takeover) or was revoked (a transfer), so its bumps come later, at a
+        later target."""
+        log = leases.Replay(s, ctx)
+
+        def bounded(x: int, k: int) -> Any:
+            T, L, J = bump_ts(s, x, k), bump_lai(s, x, k), bump_lease(s, x, k)
+            seq = s.lseq[G][x]
+            live = And(base(s, J) == base(s, seq), s.lholder[G][seq] == x)
+            # the publish's clock: LAG closes it minus the target, LEAD plus the lead
+            then = s.hist_closed[x][k][0] + ctx.target
+            same_clock = [s.hist_closed[x][k][1] == then + ctx.lead] if ctx.lead else []
+            return Implies(is_bump(s, x, k), And(
+                then <= clock(s, ctx, x), then < s.lexp[G][J], *same_clock,
+                J >= 1, J <= seq, s.lholder[G][J] == x, T >= 0, T <= s.claim_hi[G],
+                T < s.lexp[G][J], L <= s.lai[G][x], log.passes(J, L, s.applied[G][x]),
+                Implies(live, T <= s.assigned_closed[G][x])))
+
+        def ordered(x: int, a: int, b: int) -> Any:
+            both = And(is_bump(s, x, a), is_bump(s, x, b))
+            same = base(s, bump_lease(s, x, a)) == base(s, bump_lease(s, x, b))
+            return And(Implies(both, bump_lease(s, x, a) <= bump_lease(s, x, b)),
+                       Implies(And(both, same), And(bump_ts(s, x, a) < bump_ts(s, x, b),
+                                                    bump_lai(s, x, a) <= bump_lai(s, x, b))))
+        def chain(a: tuple[int, int], b: tuple[int, int]) -> Any:
+            return Implies(And(is_bump(s, *a), is_bump(s, *b),
+                               bump_lease(s, *a) < bump_lease(s, *b)),
+                           And(bump_ts(s, *a) <= bump_ts(s, *b),
+                               bump_lai(s, *a) <= bump_lai(s, *b)))
+        return And(*[bounded(x, k) for x, k in bumps(s)],
+                   *[ordered(x, a, b) for x in senders for a in range(1, P + 1)
+                     for b in range(a + 1, P + 1)],
+                   *[chain(a, b) for a in bumps(s) for b in bumps(s) if a != b])
+
+    @m.lemma
+    def FloorAboveBumps(s):  # noqa: N802
+        """A node that holds the lease its replica applied, at or after a bump's lease in
+        the chain, has a write floor (assigned closed ts, timestamp cache) at or above the
+        bump's T: in the bump's sequence the bump raised the assigned closed ts; a later
+        sequence starts above it (a request at or after the expiration T stayed below, a
+        transfer with a read summary and a closed ts at or above the sender's floor)."""
+        def node(h: int, x: int, k: int) -> Any:
+            seq = s.lseq[G][h]
+            floor = s.assigned_closed[G][h]
+            for seg in range(ctx.segments):
+                floor = Max(floor, s.tsc[h][seg])
+            return Implies(And(is_bump(s, x, k), s.lholder[G][seq] == h,
+                               seq >= bump_lease(s, x, k)), floor >= bump_ts(s, x, k))
+        return And(*[node(h, x, k) for h in range(N) for x, k in bumps(s)])
+
+    @m.lemma
+    def SequencesStartAboveBumps(s):  # noqa: N802
+        """A lease command that starts a new sequence on a lease at or after a bump's, in
+        the chain, starts above the bump's T: a request by another node at the expiration
+        of the lease it builds on (the bump stayed below it), a transfer with a read
+        summary, or a closed ts, at or above its proposer's floor; a transfer out of the
+        bump's own sequence carries a closed ts at or above T."""
+        def command(j: int, x: int, k: int) -> Any:
+            prev = s.lprev[G][j]
+            T = bump_ts(s, x, k)
+            kind = s.lkind[G][j]
+            y = s.lholder[G][prev]
+            request = And(kind == LeaseKind.request, s.lholder[G][j] != y)
+            transfer = kind == LeaseKind.transfer
+            carried = If(s.lready[G][j], s.lcts[G][j], s.assigned_closed[G][y])
+            J = bump_lease(s, x, k)
+            # a transfer out of the bump's own sequence comes after the bump (it revoked the
+            # lease the bump needed valid), so its closed ts is at or above the bump's
+            own = And(transfer, base(s, prev) == base(s, J), s.lready[G][j])
+            return Implies(And(is_bump(s, x, k), j <= s.lcount[G], prev >= J, base(s, j) == j),
+                           And(Implies(request, s.lstart[G][j] > T),
+                               Implies(transfer, Or(s.lsum[G][j] >= T, carried >= T)),
+                               Implies(own, s.lcts[G][j] >= T)))
+        commands = range(2, ctx.lease_changes + 2)
+        return And(*[command(j, x, k) for j in commands for x, k in bumps(s)])
+
+    @m.lemma
+    def BumpsBelowLaterWrites(s):  # noqa: N802
+        """A write of a bump's sequence that is not flushed, or flushed with an LAI above
+        the bump's L, is above its T (nothing was in flight when the bump succeeded, the
+        tracker's lower bound was above T, later writes are tracked above the raised
+        assigned closed ts); so is every write of a later sequence (FloorAboveBumps)."""
+        def write(w: int, x: int, k: int) -> Any:
+            J = bump_lease(s, x, k)
+            same = base(s, s.wseq[w]) == base(s, J)
+            pending = Or(s.wphase[w] != WPhase.flushed, s.wlai[w] > bump_lai(s, x, k))
+            later = And(s.wseq[w] > J, Not(same))
+            return Implies(And(is_bump(s, x, k), s.wphase[w] != WPhase.idle,
+                               Or(And(same, pending), later)),
+                           s.wts[w] > bump_ts(s, x, k))
+        return And(*[write(w, x, k) for w in range(W) for x, k in bumps(s)])
