@@ -23,8 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.lang import And, Array, Bool, If, Min, require
-from spec.log_driven.parts import NIL, Ctx, WPhase, owns_applied_lease, proposed_by
+from checker.lang import And, Array, Bool, If, Int, Min, require
+from spec.log_driven.parts import (
+    NIL,
+    Ctx,
+    WPhase,
+    lease_base,
+    owns_applied_lease,
+    proposed_by,
+)
 from spec.log_driven.policy import clock
 from spec.log_driven.proposals import quiet
 
@@ -34,6 +41,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     m.var("restarted", Bool(), init=False, doc="n1 has restarted (at most once)")
     m.var("lorphan", Array(Array(Bool(), ctx.lease_changes + 2), G), init=False,
           doc="a lease command n1 had in flight when it restarted (it forgot it)")
+    m.var("rbase", Array(Int(0, ctx.lease_changes + 1), G), init=0, ghost=True,
+          doc="the lease sequence n1's replica was in when it restarted (0: not yet), for "
+              "the proofs: if n1 held it, its counters mean nothing until it leaves it")
 
     @m.action()
     def restart(s):
@@ -53,6 +63,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             s.assigned_closed[g][0] = NIL
             s.assigned_lai[g][0] = 0
             s.proscribed[g][0] = owns_applied_lease(s, ctx, g, 0)
+            s.rbase[g] = lease_base(s, ctx, g, s.lseq[g][0])
         for seg in range(ctx.segments):
             s.tsc[0][seg] = Min(clock(s, ctx, 0) + ctx.max_offset, ctx.exp_hi)
         ctx.hooks["side_restart"](s, S)

@@ -46,13 +46,31 @@ G0 = 0  # one range
 
 def applies(p: Any, ctx: Ctx) -> bool:
     """One range whose lease changes (requests, transfers, extensions), without the side
-    transport, reproposals, restarts, injected LAI errors or epoch leases, with a
-    lock-free or heap tracker (clocks may be `max_offset` apart); not under a mutation,
+    transport and n1's restart (under LAG only: a restart under LEAD loses a follower
+    read, `docs/findings`), without reproposals, injected LAI errors or epoch leases,
+    with a lock-free or heap tracker (clocks may be `max_offset` apart); not under a mutation,
     whose rules the replay does not fold (a mutation model is checked against the
     property it breaks, not against these lemmas)."""
     return bool(ctx.lease_changes and not ctx.muts and ctx.ranges == 1 and not ctx.reproposals
-                and not ctx.restarts and not p.lai_errors
+                and not (ctx.restarts and ctx.lead) and not p.lai_errors
                 and not ctx.epochs and p.tracker in ("impl", "heap"))
+
+
+def sent(s: Any, ctx: Ctx, w: Any) -> Any:
+    """Proposal w left its proposer's buffer: flushed, or forgotten in a restart after
+    that (it may still reach the log)."""
+    if not ctx.restarts:
+        return flushed(s, w)
+    return Or(flushed(s, w), s.wphase[w] == WPhase.orphaned)
+
+
+def wiped(s: Any, ctx: Ctx, x: Any) -> Any:
+    """Node x restarted in a lease sequence it held, and its replica is still in it: its
+    counters were zeroed there, and it proposes nothing more in it."""
+    if not ctx.restarts:
+        return False
+    return And(s.restarted, x == 0, s.lholder[G0][s.rbase[G0]] == 0,
+               lease_base(s, ctx, G0, s.lseq[G0][0]) == s.rbase[G0])
 
 
 class Replay:
@@ -242,14 +260,18 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         def write(w: int) -> Any:
             x = s.wnode[w]
             started = s.wphase[w] != WPhase.idle
+            orphaned = s.wphase[w] == WPhase.orphaned
             return And(s.wphase[w] != WPhase.released, s.wphase[w] != WPhase.failed,
-                       s.wphase[w] != WPhase.orphaned,
+                       Implies(orphaned, And(s.restarted, x == 0,
+                                             base(s, s.wseq[w]) <= s.rbase[G0]))
+                       if ctx.restarts
+                       else Not(orphaned),
                        Implies(started, And(
                            s.wseq[w] <= s.lseq[G0][x], s.wseq[w] <= s.lcount[G0],
                            log.accepted_lease(s.wseq[w], s.applied[G0][x]),
                            s.lholder[G0][s.wseq[w]] == x, s.wts[w] >= 1,
                            s.wts[w] > s.lstart[G0][s.wseq[w]])),
-                       Implies(Not(flushed(s, w)), And(s.wlai[w] == 0, s.wcts[w] == NIL)))
+                       Implies(Not(sent(s, ctx, w)), And(s.wlai[w] == 0, s.wcts[w] == NIL)))
         return ForAll(range(W), write)
 
     @m.lemma
@@ -292,7 +314,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             e = log.at(i)
             j = log.lease(i)
             w = log.prop(i)
-            return Or(And(e >= 0, e < P, flushed(s, w),
+            return Or(And(e >= 0, e < P, sent(s, ctx, w),
                           log.accepted_lease(s.wseq[w], i)),
                       And(e >= P, e < P + S - 1, j <= s.lcount[G0], s.lready[G0][j],
                           log.accepted_lease(s.lprev[G0][j], i)))
@@ -358,17 +380,20 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             return Implies(log.present(i), And(log.states[i + 1][1] >= closed, write_above))
         return And(*[step(i) for i in range(L)])
 
-    def attempts(s: Any) -> list[tuple[Any, Any, Any, Any, Any, Any]]:
+    def attempts(s: Any) -> list[tuple[Any, Any, Any, Any, Any, Any, Any]]:
         """(exists, proposer, lease it was proposed under, LAI, closed ts, write ts or
-        None) of every flushed attempt that carries an LAI: each flushed write and each
-        flushed transfer."""
-        out = [(flushed(s, w), s.wnode[w], s.wseq[w], s.wlai[w], s.wcts[w], s.wts[w])
-                for w in range(W)]
+        None, what holds of it once its proposer restarted in its sequence) of every
+        flushed attempt that carries an LAI: each flushed write (forgotten by the restart)
+        and each flushed transfer."""
+        orphaned = [s.wphase[w] == WPhase.orphaned if ctx.restarts else False
+                    for w in range(W)]
+        out = [(sent(s, ctx, w), s.wnode[w], s.wseq[w], s.wlai[w], s.wcts[w], s.wts[w],
+                orphaned[w]) for w in range(W)]
         for j in commands:
             out.append((And(made(s, j), s.lready[G0][j],
                             s.lkind[G0][j] == LeaseKind.transfer),
                         lease_proposer(s, j), s.lprev[G0][j], s.llai[G0][j], s.lcts[G0][j],
-                        None))
+                        None, True))
         return out
 
     def live(s: Any, a: tuple) -> Any:
@@ -378,14 +403,16 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.lemma
     def HolderCountersOrderAttempts(s):  # noqa: N802
-        """A live attempt's LAI and closed ts are at most its proposer's assigned ones; two
+        """A live attempt's LAI and closed ts are at most its proposer's assigned ones
+        (once it restarted in that sequence, a write is one it forgot); two
         live attempts of one sequence never share an LAI, and the later one carries a
         closed ts at least as high and, a write, is above the earlier's (flush order, the
         tracker, the RFC's promise)."""
         def bounded(a: tuple) -> Any:
             x = a[1]
-            return Implies(live(s, a), And(a[3] >= 1, a[3] <= s.assigned_lai[G0][x],
-                                           a[4] >= 0, a[4] <= s.assigned_closed[G0][x]))
+            within = And(a[3] >= 1, a[3] <= s.assigned_lai[G0][x], a[4] >= 0,
+                         a[4] <= s.assigned_closed[G0][x])
+            return Implies(live(s, a), If(wiped(s, ctx, x), a[6], within))
 
         def ordered(a: tuple, b: tuple) -> Any:
             later = [b[4] >= a[4]]
@@ -413,7 +440,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         def node(x: int, k: int) -> Any:
             lai, closed, seq = log.states[k]
             mine = And(k <= s.loglen[G0], s.lholder[G0][s.lseq[G0][x]] == x,
-                       base(s, seq) == base(s, s.lseq[G0][x]))
+                       base(s, seq) == base(s, s.lseq[G0][x]), Not(wiped(s, ctx, x)))
             return Implies(mine, And(lai <= s.assigned_lai[G0][x],
                                      closed <= s.assigned_closed[G0][x]))
         return And(*[node(x, k) for x in range(N) for k in range(L + 1)])
@@ -431,6 +458,51 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 above.append(a[5] > closed)
             return Implies(And(a[0], base(s, a[2]) == base(s, seq), a[3] > lai), And(*above))
         return And(*[fits(a) for a in attempts(s)])
+
+    if not ctx.lead:
+        @m.lemma
+        def ClaimsBelowClock(s):  # noqa: N802
+            """Under LAG every closed ts is at least the target below the clock it was
+            chosen at, so below the furthest clock now: every attempt's, every assigned
+            one and the claim (§2.5: `min(target, ...)`; a bump's is the target itself)."""
+            now = clock(s, ctx, 0)
+            for n in range(1, N):
+                now = Max(now, clock(s, ctx, n))
+            lag = ctx.target
+            return And(*[Implies(a[0], a[4] + lag <= now) for a in attempts(s)],
+                       *[s.assigned_closed[G0][x] + lag <= now for x in range(N)],
+                       s.claim_hi[G0] + lag <= now)
+
+    if ctx.restarts:
+        @m.lemma
+        def RestartForgotItsSequence(s):  # noqa: N802
+            """n1's replica is in the sequence it was in when it restarted, or a later one.
+            While it is still in that one and n1 held it: its lease there is revoked if it holds
+            it, none of its writes, transfers or extensions of that sequence evaluates or
+            waits in its buffer (it restarts with none, and its revoked lease proposes
+            nothing but a request), and its
+            timestamp cache, restarted at its clock (LAG only), is above every closed ts
+            claimed in that sequence: its forgotten attempts' and the claim while no
+            replica applied a later sequence."""
+            x = 0
+            seq = s.lseq[G0][x]
+            gone = [Implies(And(s.wnode[w] == x, base(s, s.wseq[w]) == s.rbase[G0]), And(
+                s.wphase[w] != WPhase.evaluating, s.wphase[w] != WPhase.buffered))
+                for w in range(W)]
+            gone += [Implies(And(made(s, j), lease_proposer(s, j) == x,
+                                 s.lkind[G0][j] != LeaseKind.request,
+                                 base(s, s.lprev[G0][j]) == s.rbase[G0]), s.lready[G0][j])
+                     for j in commands]
+            caches = [s.tsc[x][seg] for seg in range(ctx.segments)]
+            newest = And(*[base(s, s.lseq[G0][n]) <= s.rbase[G0] for n in range(N)])
+            above = [Implies(And(a[0], a[1] == x, base(s, a[2]) == s.rbase[G0]),
+                             And(*[c > a[4] for c in caches])) for a in attempts(s)]
+            above.append(Implies(newest, And(*[c > s.claim_hi[G0] for c in caches])))
+            when = If(s.restarted, And(s.rbase[G0] >= 1, s.rbase[G0] <= base(s, seq),
+                                       base(s, s.rbase[G0]) == s.rbase[G0]),
+                      s.rbase[G0] == 0)
+            return And(when, Implies(wiped(s, ctx, x), And(
+                Implies(s.lholder[G0][seq] == x, s.proscribed[G0][x]), *gone, *above)))
 
     if p.tracker == "impl":
         @m.lemma

@@ -97,7 +97,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         """Each sender's state is its last publish's, and publishes not made yet (and
         publish 0) hold nothing; a range tracked after publish k was bumped in it, at
         the LAI it is tracked at (`publish` removes a range whose bump failed), in the
-        group of the range's policy when it never flips."""
+        group of the range's policy when it never flips. A restarted sender has forgotten
+        its tracked set until its next publish."""
         def sender(x: int) -> Any:
             def unset(k: int) -> Any:
                 conds = [s.hist_bump[x][k][G] == NIL, Not(s.hist_tracked[x][k][G]),
@@ -130,7 +131,15 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 if K > 1:
                     conds.append(s.pub_grp[x][G] == s.hist_grp[x][k][G])
                 return Implies(s.pub_seq[x] == k, And(*conds))
-            return And(history, ForAll(range(P + 1), last))
+            state = ForAll(range(P + 1), last)
+            if ctx.restarts and x == 0:  # a restart forgets the tracked set, until the next
+                # publish (every stream of n1's then starts with a snapshot)
+                forgot = [Not(s.pub_tracked[x][G]), s.pub_lai[x][G] == 0,
+                          *[s.fresh[x][n] for n in range(N) if n != x]]
+                if K > 1:
+                    forgot.append(s.pub_grp[x][G] == 0)
+                state = Or(state, And(s.restarted, *forgot))
+            return And(history, state)
         return And(*[sender(x) for x in senders])
 
     if not moving:
@@ -269,18 +278,19 @@ def add_moving(m: Any, p: Any, ctx: Ctx, is_bump: Any, bump_ts: Any, bump_lai: A
         and LAI L after some prefix of what it has applied (the bump read both); the
         publish's clock (its LAG closed ts plus the target) is at or below x's clock and
         below J's expiration (§4.3: the lease was valid); T is at or above 0 and at or
-        below the claim; while x's replica is in J's sequence and x holds it, T is at or
-        below x's assigned closed ts (the bump raised it). x's later bumps are under the
-        same lease or a later one; two in one sequence are in T and L order, and so are
-        two bumps under leases in chain order: a later lease starts once the earlier
-        expired (a takeover) or was revoked (a transfer), so its bumps come later, at a
-        later target."""
+        below the claim; while x's replica is in J's sequence and x holds it (and did not
+        restart in it), T is at or below x's assigned closed ts (the bump raised it). x's
+        later bumps are under the same lease or a later one; two in one sequence are in T
+        and L order, and so are two bumps under leases in chain order: a later lease
+        starts once the earlier expired (a takeover) or was revoked (a transfer), so its
+        bumps come later, at a later target."""
         log = leases.Replay(s, ctx)
 
         def bounded(x: int, k: int) -> Any:
             T, L, J = bump_ts(s, x, k), bump_lai(s, x, k), bump_lease(s, x, k)
             seq = s.lseq[G][x]
-            live = And(base(s, J) == base(s, seq), s.lholder[G][seq] == x)
+            live = And(base(s, J) == base(s, seq), s.lholder[G][seq] == x,
+                       Not(leases.wiped(s, ctx, x)))
             # the publish's clock: LAG closes it minus the target, LEAD plus the lead
             then = s.hist_closed[x][k][0] + ctx.target
             same_clock = [s.hist_closed[x][k][1] == then + ctx.lead] if ctx.lead else []
@@ -357,7 +367,7 @@ def add_moving(m: Any, p: Any, ctx: Ctx, is_bump: Any, bump_ts: Any, bump_lai: A
         def write(w: int, x: int, k: int) -> Any:
             J = bump_lease(s, x, k)
             same = base(s, s.wseq[w]) == base(s, J)
-            pending = Or(s.wphase[w] != WPhase.flushed, s.wlai[w] > bump_lai(s, x, k))
+            pending = Or(Not(leases.sent(s, ctx, w)), s.wlai[w] > bump_lai(s, x, k))
             later = And(s.wseq[w] > J, Not(same))
             return Implies(And(is_bump(s, x, k), s.wphase[w] != WPhase.idle,
                                Or(And(same, pending), later)),
