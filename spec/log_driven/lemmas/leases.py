@@ -45,15 +45,16 @@ G0 = 0  # one range
 
 
 def applies(p: Any, ctx: Ctx) -> bool:
-    """One range whose lease changes (requests, transfers, extensions), without the side
-    transport and n1's restart (under LAG only: a restart under LEAD loses a follower
-    read, `docs/findings`), without reproposals, injected LAI errors or epoch leases,
-    with a lock-free or heap tracker (clocks may be `max_offset` apart); not under a mutation,
-    whose rules the replay does not fold (a mutation model is checked against the
-    property it breaks, not against these lemmas)."""
+    """One range whose lease changes (requests, transfers, extensions; expiration- or
+    epoch-based; clocks up to `max_offset` apart), with or without the side transport
+    and n1's restart (a restart under LAG only: under LEAD it loses a follower read,
+    `log_driven_finding_restart_under_lead`), without reproposals or injected LAI errors,
+    with a lock-free or heap tracker; not under a mutation, whose rules the replay does
+    not fold (a mutation model is checked against the property it breaks, not against
+    these lemmas)."""
     return bool(ctx.lease_changes and not ctx.muts and ctx.ranges == 1 and not ctx.reproposals
                 and not (ctx.restarts and ctx.lead) and not p.lai_errors
-                and not ctx.epochs and p.tracker in ("impl", "heap"))
+                and p.tracker in ("impl", "heap"))
 
 
 def sent(s: Any, ctx: Ctx, w: Any) -> Any:
@@ -203,10 +204,14 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             prev = s.lprev[G0][j]
             kept = And(base(s, j) == base(s, prev), s.lholder[G0][j] == s.lholder[G0][prev],
                        s.lstart[G0][j] == s.lstart[G0][prev],
-                       s.lexp[G0][j] >= s.lexp[G0][prev])
+                       # (an epoch renewal carries no minimum; a promotion keeps it)
+                       Implies(s.lkind[G0][j] == LeaseKind.extension, s.lexp[G0][j]
+                               >= s.lexp[G0][prev]) if ctx.epochs
+                       else s.lexp[G0][j] >= s.lexp[G0][prev])
             own = Or(base(s, j) == j, kept)
             extension = s.lkind[G0][j] == LeaseKind.extension
-            own = And(own, Implies(extension, kept) if ctx.lease_extensions else Not(extension))
+            extends = ctx.lease_extensions or ctx.epochs  # a promotion is an extension too
+            own = And(own, Implies(extension, kept) if extends else Not(extension))
             b = base(s, j)
             same = And(b >= 1, b <= j, base(s, b) == b, s.lstart[G0][j] == s.lstart[G0][b],
                        s.lholder[G0][j] == s.lholder[G0][b])
@@ -214,7 +219,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             # builds on, which had passed at its clock
             takeover = Implies(And(s.lkind[G0][j] == LeaseKind.request,
                                    s.lholder[G0][j] != s.lholder[G0][prev]),
-                               And(s.lstart[G0][j] == s.lexp[G0][prev], base(s, j) == j))
+                               And(Implies(expiration_based(prev),
+                                           s.lstart[G0][j] == s.lexp[G0][prev]),
+                                   base(s, j) == j))
             y = s.lholder[G0][prev]
             transfer = Implies(s.lkind[G0][j] == LeaseKind.transfer, And(
                 s.lholder[G0][j] != y, base(s, j) == j, s.lsum[G0][j] >= s.lstart[G0][j],
@@ -226,11 +233,15 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                               s.lstart[G0][j] <= clock(s, ctx, lease_proposer(s, j)))
             return If(made(s, j), And(prev >= 1, prev < j, own, same, transfer, takeover,
                                       started, seen,
-                                      s.lexp[G0][j] > s.lstart[G0][j],
+                                      Implies(expiration_based(j),
+                                              s.lexp[G0][j] > s.lstart[G0][j]),
                                       s.lkind[G0][j] != LeaseKind.initial),
                       And(Not(s.lready[G0][j]), s.lappended[G0][j] == 0))
+        def expiration_based(j: int) -> Any:
+            return s.lepoch[G0][j] == 0 if ctx.epochs else True
         first = And(base(s, 1) == 1, s.lholder[G0][1] == 0, s.lstart[G0][1] == 0,
-                    s.lexp[G0][1] == ctx.lease_exp, s.lkind[G0][1] == LeaseKind.initial)
+                    s.lexp[G0][1] == (0 if ctx.epochs else ctx.lease_exp),
+                    s.lkind[G0][1] == LeaseKind.initial)
         return And(s.lcount[G0] >= 1, first, *[command(j) for j in commands],
                    *[one_at_a_time(j, k) for j in commands for k in commands if j < k],
                    ForAll(range(N), lambda n: s.lseq[G0][n] <= s.lcount[G0]))
@@ -410,8 +421,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         tracker, the RFC's promise)."""
         def bounded(a: tuple) -> Any:
             x = a[1]
-            within = And(a[3] >= 1, a[3] <= s.assigned_lai[G0][x], a[4] >= 0,
-                         a[4] <= s.assigned_closed[G0][x])
+            # (an epoch lease whose epoch ended may leave a flush nothing to close)
+            within = And(a[3] >= 1, a[3] <= s.assigned_lai[G0][x],
+                         True if ctx.epochs else a[4] >= 0, a[4] <= s.assigned_closed[G0][x])
             return Implies(live(s, a), If(wiped(s, ctx, x), a[6], within))
 
         def ordered(a: tuple, b: tuple) -> Any:
