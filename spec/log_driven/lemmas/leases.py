@@ -92,7 +92,7 @@ class Replay:
                        self.base(s.wseq[self.prop(i)]) == self.base(seq))
             j = self.lease(i)
             transfer = s.lkind[G0][j] == LeaseKind.transfer
-            ok_l = And(Not(self.is_prop(i)), seq == s.lprev[G0][j],
+            ok_l = And(self.is_lease(i), seq == s.lprev[G0][j],
                        Or(Not(transfer), s.llai[G0][j] > lai))
             carried = And(ok_l, s.lcts[G0][j] != NIL)
             self.states.append((
@@ -108,7 +108,10 @@ class Replay:
         return self.s.log[G0][i]
 
     def is_prop(self, i: int) -> Any:
-        return self.at(i) < self.P
+        return And(self.at(i) >= 0, self.at(i) < self.P)
+
+    def is_lease(self, i: int) -> Any:
+        return self.at(i) >= self.P
 
     def prop(self, i: int) -> Any:
         """The proposal at position i, if it holds one."""
