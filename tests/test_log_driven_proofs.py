@@ -33,11 +33,10 @@ PROOFS = [
     # (3 nodes and 2 writes: 67 s; 2 writes alone: 33 s; the extensions with two lease
     # changes: 38 s; spec/README "Proofs")
     ("log_driven_tiny_leases_in_flight", {"nodes": "3"}, "ReplicasReplayTheLog"),
-    ("log_driven_tiny_lease_extensions", {}, "HolderCountersAboveReplay"),
-    # (3 nodes: 26 s; 2 writes: 46 s)
-    ("log_driven_tiny_leases", {}, "FloorAboveBumps"),
-    # (3 nodes: 31 s; 2 writes: 56 s; log_driven_restart, 23 s, is proved by the gate)
-    ("log_driven_tiny_senders", {}, "SequencesStartAboveBumps"),
+    # (the side transport under leases, two senders; 3 nodes: 31 s; 2 writes: 56 s; the
+    # other lease proofs, log_driven_tiny_leases 12 s, log_driven_restart 23 s, ..., are
+    # in `ctmc gate --prove` and bench/prove.py, to keep this suite's time)
+    ("log_driven_tiny_senders", {}, "FloorAboveBumps"),
 ]
 
 
