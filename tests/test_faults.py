@@ -37,10 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR = ROOT / "models"
 BENCH_MODELS = ROOT / "bench" / "models"
 # what describes a run rather than the model: time, memory (the visited set's encoding
-# depends on how it was filled, e.g. all at once on a resume), where its files went
+# depends on how it was filled, e.g. all at once on a resume), where its files went, and
+# how many processes shared it (workers start only at a frontier big enough to pay, so a
+# run resumed after the widest level finishes on one)
 TIMING = ("seconds", "states_per_second", "peak_rss_mb", "liveness_seconds",
           "parquet_bytes", "parquet_bytes_per_state", "run_dir", "bytes_per_state", "resumed",
-          "peak_rss_mb_workers")
+          "peak_rss_mb_workers", "workers")
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

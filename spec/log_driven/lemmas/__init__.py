@@ -10,12 +10,14 @@ model, not only a proof (`spec/README.md`, "Proofs"):
                    acceptance, replicas, claims and follower reads
 - `side.py`        the side transport from n1: bumps, streams, receivers, replicas'
                    side-transport closed ts
-- `leases.py`      lease changes on one range: the log replayed, the lease chain, each
+- `leases.py`      lease changes, per range: the log replayed, the lease chain, each
                    holder's counters against the replay
 - `splits.py`      a split: range 1 against range 0 (the split last until applied,
-                   right-hand writes before it, range 1's start)
+                   right-hand writes before it, range 1's start); under lease changes,
+                   range 1 existing where the replay accepted the split
 - `merges.py`      a merge: the transaction's phases, range 1 frozen by Subsume, the
-                   wait for its replicas, the timestamp cache over its keys
+                   wait for its replicas, the timestamp cache over its keys; under
+                   lease changes, every holder of range 1's sequence frozen
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Max, Not, Or
-from spec.log_driven.lemmas import core
+from spec.log_driven.leases import LeaseKind
+from spec.log_driven.lemmas import core, leases
 from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
-from spec.log_driven.parts import NIL, Ctx, WPhase
+from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base, merge_applied
 
 R1, R2 = 0, 1  # the range that absorbs, and the one merged into it
 X = 0  # n1 proposes for both
@@ -38,6 +39,8 @@ def applies(p: Any, ctx: Ctx) -> bool:
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
+    if ctx.merges and leases.applies(p, ctx):
+        add_with_leases(m, p, ctx)
     if not applies(p, ctx):
         return
     M, W, N, L = ctx.merge_id, ctx.writes, ctx.nodes, ctx.log_len
@@ -130,3 +133,84 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         writes = ForAll(range(W), lambda w: Implies(
             And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2), rhs(s, w)))
         return And(ForAll(range(ctx.reads), read), writes)
+
+
+def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
+    """A merge while both ranges' leases move (`leases.py` replays each range's log).
+
+    Subsume runs on range 1's leaseholder once nothing of the range is evaluating or in
+    flight there, and freezes its replica; a node that takes range 1's lease over while
+    the merge transaction exists freezes its own on applying the lease. So once Subsume
+    ran, every node that could still propose for range 1 under the lease sequence in
+    force at the log's end is frozen and proposes nothing: the log's end keeps the LAI
+    and closed ts Subsume reported, and range 1's claim stays there.
+    """
+    M, N, L, W = ctx.merge_id, ctx.nodes, ctx.log_len, ctx.writes
+
+    def base(s: Any, j: Any) -> Any:
+        return lease_base(s, ctx, R2, j)
+
+    @m.lemma
+    def MergePhasesInOrderUnderLeases(s):  # noqa: N802
+        """T comes first (after a split, once every node applied it), then Subsume, then
+        the EndTxn, which never fails; only a merge
+        under way freezes a replica of range 1; a node's range 1 is gone exactly when the
+        replay of range 0's log accepted the EndTxn's entry within the prefix its replica
+        applied. Until Subsume, nothing it reports is set."""
+        log = leases.Replay(s, ctx, R1)
+
+        def gone(n: int) -> Any:
+            return merge_applied(s, ctx, n) == Or(*[And(i < s.applied[R1][n], log.at(i) == M,
+                                                log.oks[i]) for i in range(L)])
+        frozen = ForAll(range(N), lambda n: Implies(s.frozen[n], s.merge_ts > 0))
+        unset = Implies(Not(s.subsumed), And(s.merge_closed == NIL, s.merge_lai == 0))
+        split_first = [Implies(s.merge_ts > 0, ForAll(range(N), lambda n: s.span_changed[n]))
+                       ] if ctx.splits else []  # AdminMerge waits on every r2 replica
+        return And(*split_first, Implies(s.subsumed, s.merge_ts > 0),
+                   Implies(s.wphase[M] != WPhase.idle, s.subsumed), never_failed(s, M),
+                   frozen, unset, ForAll(range(N), gone))
+
+    @m.lemma
+    def SubsumeFrozeRHSUnderLeases(s):  # noqa: N802
+        """After Subsume, the end of range 1's log is at the LAI and closed ts Subsume
+        reported, which is range 1's claim; no attempt of range 1 would be accepted there
+        (its lease sequence has moved on, or its LAI is not above), no write of range 1
+        waits under that sequence, and every node whose replica applied a lease naming it
+        in that sequence is frozen."""
+        log = leases.Replay(s, ctx, R2)
+        lai, closed, seq = log.at_end()
+
+        def write(w: int) -> Any:
+            waiting = Or(s.wphase[w] == WPhase.evaluating, s.wphase[w] == WPhase.buffered)
+            return Implies(And(s.wrng[w] == R2, s.wphase[w] != WPhase.idle),
+                           Or(base(s, s.wseq[w]) != base(s, seq),
+                              And(Not(waiting), s.wlai[w] <= lai)))
+
+        def transfer(j: int) -> Any:
+            return Implies(And(j <= s.lcount[R2], s.lkind[R2][j] == LeaseKind.transfer,
+                               s.lprev[R2][j] == seq),
+                           And(s.lready[R2][j], s.llai[R2][j] <= lai))
+
+        def node(n: int) -> Any:
+            return Implies(And(s.lholder[R2][s.lseq[R2][n]] == n,
+                               base(s, s.lseq[R2][n]) == base(s, seq)), s.frozen[n])
+        commands = range(2, ctx.lease_changes + 2)
+        return Implies(s.subsumed, And(
+            lai == s.merge_lai, closed == s.merge_closed, s.claim_hi[R2] == s.merge_closed,
+            *[write(w) for w in range(W)], *[transfer(j) for j in commands],
+            *[node(n) for n in range(N)]))
+
+    @m.lemma
+    def KeysOfTheirRangeUnderLeases(s):  # noqa: N802
+        """Range 1 writes only right-hand keys; range 0 writes them only on a node whose
+        replica applied the merge (or, after a split, before it)."""
+        def write(w: int) -> Any:
+            started = s.wphase[w] != WPhase.idle
+            on_r2 = Implies(And(started, s.wrng[w] == R2), right_hand(ctx, s.wkey[w]))
+            if ctx.splits:  # range 0 also wrote them before the split
+                return on_r2
+            on_r1 = Implies(And(started, s.wrng[w] == R1, right_hand(ctx, s.wkey[w])),
+                            Or(*[And(s.wnode[w] == n, merge_applied(s, ctx, n))
+                                 for n in range(N)]))
+            return And(on_r2, on_r1)
+        return And(*[write(w) for w in range(W)])

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
-from spec.log_driven.lemmas import core
+from spec.log_driven.lemmas import core, leases
 from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
 from spec.log_driven.parts import NIL, Ctx, WPhase
 
@@ -37,6 +37,8 @@ def applies(p: Any, ctx: Ctx) -> bool:
 
 
 def add(m: Any, p: Any, ctx: Ctx) -> None:
+    if ctx.splits and leases.applies(p, ctx):
+        add_with_leases(m, p, ctx)
     if not applies(p, ctx):
         return
     S, W, N, L = ctx.split_id, ctx.writes, ctx.nodes, ctx.log_len
@@ -141,3 +143,39 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
             return And(Implies(And(s.rdone[i], s.rrng[i] == R1, flushed(s, S), right), below),
                        Implies(And(s.rdone[i], s.rrng[i] == R2), right))
         return ForAll(range(ctx.reads), read)
+
+
+def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
+    """A split while both ranges' leases move (`leases.py` replays each range's log).
+
+    The split is a command of range 0 like a write: the replay accepts it or not, and a
+    node's range 1 exists once its replica of range 0 accepted it. Until then the node
+    has no replica of range 1 and proposes nothing for it; range 1 starts at the closed
+    ts the split carried, under a copy of the lease the split was evaluated under.
+    """
+    S, N, L, W = ctx.split_id, ctx.nodes, ctx.log_len, ctx.writes
+
+    @m.lemma
+    def SplitAppliedWhereRHSExistsUnderLeases(s):  # noqa: N802
+        """Node n's range 1 exists exactly when the replay of range 0's log accepted the
+        split within the prefix n's replica applied; until then n's counters and buffer
+        for range 1 are untouched. Until the split is accepted anywhere, range 1 has no
+        log, no lease command, no write and no claim; once it is, the claim it inherited
+        from range 0 is the split's closed ts (the highest claimed when it was first
+        accepted)."""
+        log = leases.Replay(s, ctx, R1)
+
+        def node(n: int) -> Any:
+            applied = Or(*[And(i < s.applied[R1][n], log.at(i) == S, log.oks[i])
+                           for i in range(L)])
+            untouched = [s.buflen[R2][n] == 0, s.assigned_lai[R2][n] == 0,
+                         s.assigned_closed[R2][n] == NIL]
+            if p.tracker == "impl":
+                untouched += [s.tb_ts[R2][n][0] == NIL, s.tb_ts[R2][n][1] == NIL]
+            return And(s.span_changed[n] == applied,
+                       Implies(Not(s.span_changed[n]), And(*untouched)))
+        before = And(s.loglen[R2] == 0, s.lcount[R2] == 1, s.claim_hi[R2] == NIL,
+                     ForAll(range(W), lambda w: Implies(s.wphase[w] != WPhase.idle,
+                                                        s.wrng[w] == R1)))
+        base = s.split_base == If(s.accepted[S], s.wcts[S], NIL)
+        return And(ForAll(range(N), node), Implies(Not(s.accepted[S]), before), base)
