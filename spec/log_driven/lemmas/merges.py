@@ -202,8 +202,8 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
 
     @m.lemma
     def KeysOfTheirRangeUnderLeases(s):  # noqa: N802
-        """Range 1 writes only right-hand keys; range 0 writes them only on a node whose
-        replica applied the merge (or, after a split, before it)."""
+        """Range 1 writes and serves only right-hand keys; range 0 writes and serves them
+        only on a node whose replica applied the merge (or, after a split, before it)."""
         def write(w: int) -> Any:
             started = s.wphase[w] != WPhase.idle
             on_r2 = Implies(And(started, s.wrng[w] == R2), right_hand(ctx, s.wkey[w]))
@@ -213,4 +213,19 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
                             Or(*[And(s.wnode[w] == n, merge_applied(s, ctx, n))
                                  for n in range(N)]))
             return And(on_r2, on_r1)
-        return And(*[write(w) for w in range(W)])
+
+        def read(i: int) -> Any:
+            right = right_hand(ctx, s.rkey[i])
+            on_r2 = Implies(And(s.rdone[i], s.rrng[i] == R2), right)
+            if ctx.splits:  # range 0 also served them before the split (`splits.py`)
+                return on_r2
+            return And(on_r2, Implies(And(s.rdone[i], s.rrng[i] == R1, right), Or(*[
+                And(s.rnode[i] == n, merge_applied(s, ctx, n)) for n in range(N)])))
+        return And(*[write(w) for w in range(W)], *[read(i) for i in range(ctx.reads)])
+
+    @m.lemma
+    def MergeWaitedForRHSUnderLeases(s):  # noqa: N802
+        """The EndTxn was evaluated once every replica of range 1 had applied up to
+        Subsume's LAI (AdminMerge's waitForApplication), and replicas only move on."""
+        return Implies(s.wphase[M] != WPhase.idle,
+                       ForAll(range(N), lambda n: s.lai[R2][n] >= s.merge_lai))

@@ -25,7 +25,7 @@ from typing import Any
 from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
 from spec.log_driven.lemmas import core, leases
 from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
-from spec.log_driven.parts import NIL, Ctx, WPhase
+from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base
 
 R1, R2 = 0, 1  # the range that splits, and the one the split creates
 X = 0  # n1 proposes for both
@@ -179,3 +179,66 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
                                                         s.wrng[w] == R1)))
         base = s.split_base == If(s.accepted[S], s.wcts[S], NIL)
         return And(ForAll(range(N), node), Implies(Not(s.accepted[S]), before), base)
+
+    @m.lemma
+    def RHSReadsAroundSplitUnderLeases(s):  # noqa: N802
+        """Range 1 writes and serves only right-hand keys; range 0 served them, on a node that had
+        not applied the split, at or below the closed ts of the split's entry wherever
+        the replay accepts it: the node's replica was before that entry, and the replay's
+        closed ts never goes down along the log (after a merge a node serves them from
+        range 0 again)."""
+        log = leases.Replay(s, ctx, R1)
+        accepted_at = [And(log.present(i), log.at(i) == S, log.oks[i]) for i in range(L)]
+
+        def read(i: int) -> Any:
+            right = right_hand(ctx, s.rkey[i])
+            on_r2 = Implies(And(s.rdone[i], s.rrng[i] == R2), right)
+            below = s.rts[i] <= s.wcts[S]
+            if ctx.merges:
+                below = Or(below, *[And(s.rnode[i] == n, s.merged[n]) for n in range(N)])
+            on_r1 = Implies(And(s.rdone[i], s.rrng[i] == R1, right, Or(*accepted_at)), below)
+            return And(on_r2, on_r1)
+        writes = ForAll(range(W), lambda w: Implies(
+            And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2), right_hand(ctx, s.wkey[w])))
+        return And(ForAll(range(ctx.reads), read), writes)
+
+    @m.lemma
+    def RHSWritesOfR1BeforeSplitUnderLeases(s):  # noqa: N802
+        """Where the replay accepts the split, every range-0 write to a right-hand key
+        (on a node that has not applied a merge since) is accepted before it or never:
+        the split's evaluator had none pending (latches) and takes none after; another
+        node took them under an older lease sequence, which the log left before the split
+        and never re-enters. So none would be accepted at the log's end either."""
+        log = leases.Replay(s, ctx, R1)
+        lai, _, seq = log.at_end()
+
+        def write(w: int, i: int) -> Any:
+            split_at = And(log.present(i), log.at(i) == S, log.oks[i])
+            mine = And(s.wphase[w] != WPhase.idle, s.wrng[w] == R1, right_hand(ctx, s.wkey[w]))
+            if ctx.merges:
+                mine = And(mine, *[Implies(s.wnode[w] == n, Not(s.merged[n]))
+                                   for n in range(N)])
+            later = And(*[Not(And(log.present(j), log.at(j) == w, log.oks[j]))
+                          for j in range(i + 1, L)])
+            end = Or(lease_base(s, ctx, R1, s.wseq[w]) != lease_base(s, ctx, R1, seq),
+                     And(leases.sent(s, ctx, w), s.wlai[w] <= lai))
+            return Implies(And(split_at, mine), And(later, end))
+        return And(*[write(w, i) for w in range(W) for i in range(L)])
+
+    @m.lemma
+    def SplitLatchedUnderLeases(s):  # noqa: N802
+        """While the split waits to apply on the node that evaluated it, under the lease
+        sequence it was evaluated in, that node has no write of range 0 of that sequence
+        evaluating or buffered, and every one it flushed has a lower LAI than the split:
+        it evaluated the split with nothing pending, and its latches block range 0's
+        writes until it applies it (reference §5.1)."""
+        def node(n: int, w: int) -> Any:
+            base = lease_base(s, ctx, R1, s.wseq[S])
+            pending = And(s.wphase[S] != WPhase.idle, s.wnode[S] == n,
+                          Not(s.span_changed[n]),
+                          lease_base(s, ctx, R1, s.lseq[R1][n]) == base)
+            mine = And(s.wnode[w] == n, s.wrng[w] == R1, s.wphase[w] != WPhase.idle,
+                       lease_base(s, ctx, R1, s.wseq[w]) == base)
+            return Implies(And(pending, mine), And(
+                leases.sent(s, ctx, w), Implies(flushed(s, S), s.wlai[w] < s.wlai[S])))
+        return And(*[node(n, w) for n in range(N) for w in range(W)])
