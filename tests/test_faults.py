@@ -194,12 +194,16 @@ def test_sigint_mid_level_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 def _refused(args: list[str], cwd: Path, header: bool = False) -> str:
     """The one error line of a refused command; `header`: it may have started (said what
-    it checks on stdout) before it found the problem."""
+    it checks on stdout) before it found the problem. A run that took over two seconds
+    before failing printed progress lines first (a loaded machine): they say nothing of
+    an error, and the error is the last line."""
     code, out, err = finished(ctmc(*args, cwd=cwd))
     assert code == 2, (out, err)
-    assert (header or out == "") and len(err.strip().splitlines()) == 1, err
+    lines = err.strip().splitlines()
+    assert (header or out == "") and lines, err
+    assert not any("error" in line.lower() for line in lines[:-1]), err
     assert "Traceback" not in err
-    return err.strip()
+    return lines[-1]
 
 
 def test_a_damaged_local_checkpoint_is_refused_by_the_command_line(tmp_path):
@@ -573,7 +577,7 @@ def test_spark_driver_killed_at_random_points_then_resumed(tmp_path):
     started = time.perf_counter()
     uninterrupted(model, [*spark_args, "--run-dir", str(tmp_path / "timed")], tmp_path)
     took = time.perf_counter() - started
-    got, hit = kill_and_resume(model, spark_args, "--run-dir", tmp_path, seed=3, kills=2,
+    got, hit = kill_and_resume(model, spark_args, "--run-dir", tmp_path, seed=3, kills=1,
                                window=(0.4 * took, 0.9 * took))
     for key in ("distinct_states", "generated", "diameter", "fingerprint",
                 "collision_probability", "action_instances"):

@@ -29,7 +29,7 @@ SYMMETRY_RECHECK_LIMIT = 2_000_000
 # Past this many states a model is left to `ctmc gate`, which `.ci/run` runs on them
 # after the tests (`large_models`), so the suite stays within its time on two cores;
 # CTMC_LARGE=1 runs them here too.
-SUITE_STATE_LIMIT = 2_000_000
+SUITE_STATE_LIMIT = 500_000
 
 
 def large_models() -> list[Path]:
