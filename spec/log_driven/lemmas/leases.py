@@ -42,7 +42,15 @@ from typing import Any
 from checker.lang import And, ForAll, If, Implies, Max, Min, Not, Or
 from spec.log_driven.leases import LeaseKind
 from spec.log_driven.lemmas.core import flushed, of_range, right_hand
-from spec.log_driven.parts import NIL, Ctx, WPhase, in_range, lease_base, tracked_in
+from spec.log_driven.parts import (
+    NIL,
+    Ctx,
+    WPhase,
+    in_range,
+    lease_base,
+    split_applied,
+    tracked_in,
+)
 from spec.log_driven.policy import clock
 from spec.tracker import buffer_lists
 
@@ -214,8 +222,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         return If(s.wphase[S] != WPhase.idle, copy, start)
 
     def exists_on(s: Any, g: int, x: int) -> Any:
-        """Node x has a replica of range g (range 1 made by a split: once x applied it)."""
-        return s.span_changed[x] if g == 1 and ctx.splits else True
+        """Node x has, or had, a replica of range g: range 1 made by a split once x
+        applied it (after a merge its replica stays as it was, so the facts still hold)."""
+        return split_applied(s, ctx, x) if g == 1 else True
 
     def lease_proposer(s: Any, g: int, j: Any) -> Any:
         return If(s.lkind[g][j] == LeaseKind.transfer, s.lholder[g][s.lprev[g][j]],
