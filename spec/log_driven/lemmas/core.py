@@ -67,6 +67,11 @@ def right_hand(ctx: Ctx, key: Any) -> Any:
     return Or(*[key == k for k in ctx.rhs_keys])
 
 
+def read_range(s: Any, ctx: Ctx, i: int) -> Any:
+    """The range read i was served by (range 0 when there is one)."""
+    return s.rrng[i] if ctx.ranges > 1 else 0
+
+
 def never_failed(s: Any, c: int) -> Any:
     """Structural command c is idle, buffered or flushed: nothing rejects it for good."""
     return Or(s.wphase[c] == WPhase.idle, s.wphase[c] == WPhase.buffered, flushed(s, c))
@@ -335,9 +340,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 s.accepted[w], in_range(s, ctx, w, g), s.wcts[w] == s.claim_hi[g])), *others)
             replicas = ForAll(range(N), lambda n: s.closed[g][n] <= s.claim_hi[g])
             reads = ForAll(range(ctx.reads), lambda i: Implies(
-                And(s.rdone[i], read_range(s, i) == g), s.rts[i] <= s.claim_hi[g]))
+                And(s.rdone[i], read_range(s, ctx, i) == g), s.rts[i] <= s.claim_hi[g]))
             return And(source, replicas, reads)
         return And(*[claim(g) for g in ranges])
-
-    def read_range(s: Any, i: int) -> Any:
-        return s.rrng[i] if ctx.ranges > 1 else 0

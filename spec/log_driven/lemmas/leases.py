@@ -41,7 +41,7 @@ from typing import Any
 
 from checker.lang import And, ForAll, If, Implies, Max, Min, Not, Or
 from spec.log_driven.leases import LeaseKind
-from spec.log_driven.lemmas.core import flushed, of_range, right_hand
+from spec.log_driven.lemmas.core import flushed, of_range, read_range, right_hand
 from spec.log_driven.parts import (
     NIL,
     Ctx,
@@ -169,6 +169,10 @@ class Replay:
         return Or(*[And(k <= upto, self.states[k][2] == j, self.states[k][0] == lai)
                     for k in range(self.L + 1)])
 
+    def accepts(self, command: Any, upto: Any) -> Any:
+        """The replay accepts an entry of `command` before position `upto`."""
+        return Or(*[And(i < upto, self.at(i) == command, self.oks[i]) for i in range(self.L)])
+
     def holds_entry(self, command: Any, upto: Any) -> Any:
         """Some entry before position `upto` is `command`."""
         return Or(*[And(i < upto, self.at(i) == command) for i in range(self.L)])
@@ -194,9 +198,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
 
     def made(s: Any, g: int, j: int) -> Any:
         return j <= s.lcount[g]
-
-    def read_range(s: Any, i: int) -> Any:
-        return s.rrng[i] if ctx.ranges > 1 else 0
 
     def own_segments(s: Any, g: int, x: int) -> list[Any]:
         """Whether node x's timestamp cache over each key segment rose with range g's
@@ -439,9 +440,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         (which, with clock offsets, recorded as accepted only writes that were)."""
         def per(g: int) -> Any:
             log = Replay(s, ctx, g)
-
-            def accepted_before(w: int, upto: Any) -> Any:
-                return Or(*[And(i < upto, log.at(i) == w, log.oks[i]) for i in range(L)])
+            accepted_before = log.accepts
             far = log.furthest()
             accepted = ForAll(range(P), lambda w: Implies(
                 in_range(s, ctx, w, g), s.accepted[w] == accepted_before(w, far)))
@@ -454,7 +453,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                     highest = Max(highest, floor)
             claim = s.claim_hi[g] == highest
             reads = ForAll(range(ctx.reads), lambda i: Implies(
-                And(s.rdone[i], read_range(s, i) == g), s.rts[i] <= s.claim_hi[g]))
+                And(s.rdone[i], read_range(s, ctx, i) == g), s.rts[i] <= s.claim_hi[g]))
             recorded = []
             if ctx.max_offset:  # what a read recorded as accepted was, and it saw only that
                 recorded = [ForAll([(i, w) for i in range(ctx.reads) for w in range(W)],

@@ -145,7 +145,7 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
     force at the log's end is frozen and proposes nothing: the log's end keeps the LAI
     and closed ts Subsume reported, and range 1's claim stays there.
     """
-    M, N, L, W = ctx.merge_id, ctx.nodes, ctx.log_len, ctx.writes
+    M, N, W = ctx.merge_id, ctx.nodes, ctx.writes
 
     def base(s: Any, j: Any) -> Any:
         return lease_base(s, ctx, R2, j)
@@ -160,8 +160,7 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
         log = leases.Replay(s, ctx, R1)
 
         def gone(n: int) -> Any:
-            return merge_applied(s, ctx, n) == Or(*[And(i < s.applied[R1][n], log.at(i) == M,
-                                                log.oks[i]) for i in range(L)])
+            return merge_applied(s, ctx, n) == log.accepts(M, s.applied[R1][n])
         frozen = ForAll(range(N), lambda n: Implies(s.frozen[n], s.merge_ts > 0))
         unset = Implies(Not(s.subsumed), And(s.merge_closed == NIL, s.merge_lai == 0))
         split_first = [Implies(s.merge_ts > 0, ForAll(range(N), lambda n: s.span_changed[n]))

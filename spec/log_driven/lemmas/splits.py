@@ -166,8 +166,7 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
         log = leases.Replay(s, ctx, R1)
 
         def node(n: int) -> Any:
-            applied = Or(*[And(i < s.applied[R1][n], log.at(i) == S, log.oks[i])
-                           for i in range(L)])
+            applied = log.accepts(S, s.applied[R1][n])
             untouched = [s.buflen[R2][n] == 0, s.assigned_lai[R2][n] == 0,
                          s.assigned_closed[R2][n] == NIL]
             if p.tracker == "impl":
@@ -188,7 +187,6 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
         closed ts never goes down along the log (after a merge a node serves them from
         range 0 again)."""
         log = leases.Replay(s, ctx, R1)
-        accepted_at = [And(log.present(i), log.at(i) == S, log.oks[i]) for i in range(L)]
 
         def read(i: int) -> Any:
             right = right_hand(ctx, s.rkey[i])
@@ -196,7 +194,8 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
             below = s.rts[i] <= s.wcts[S]
             if ctx.merges:
                 below = Or(below, *[And(s.rnode[i] == n, s.merged[n]) for n in range(N)])
-            on_r1 = Implies(And(s.rdone[i], s.rrng[i] == R1, right, Or(*accepted_at)), below)
+            split = log.accepts(S, s.loglen[R1])
+            on_r1 = Implies(And(s.rdone[i], s.rrng[i] == R1, right, split), below)
             return And(on_r2, on_r1)
         writes = ForAll(range(W), lambda w: Implies(
             And(s.wphase[w] != WPhase.idle, s.wrng[w] == R2), right_hand(ctx, s.wkey[w])))
