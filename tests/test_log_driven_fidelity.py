@@ -213,3 +213,41 @@ def test_the_merge_takeover_finding_survives_the_merge_transaction(tmp_path):
                 path)
     _, violated = check_trace(path)
     assert "NoStaleRead" in violated
+
+
+# r1 splits off r2 and r2 may merge back; closed ts one behind the clock, up to 4.
+# Proposal ids: w1 is 0, the split 1, the merge 2; lease command j sits at 1 + j.
+SPLIT_MERGE = {"nodes": 2, "keys": 2, "writes": 1, "reads": 0, "max_ts": 4, "target": 1,
+               "structure": "split_merge", "lease_changes": 1}
+SPLIT_PENDING_ON_HOLDER = [
+    "transfer_lease(g=0, y=0, x=1)", "flush(g=0, x=0, w=3)", "append_lease(g=0, j=2)",
+    "apply(g=0, n=1)", "tick()", "evaluate_split(x=1)", "tick()", "flush(g=0, x=1, w=1)",
+    "append(g=0, w=1)", "apply(g=0, n=0)", "apply(g=0, n=0)", "tick()",
+    "request_lease(g=1, x=0)", "flush(g=1, x=0, w=3)", "append_lease(g=1, j=2)",
+    "apply(g=1, n=0)", "evaluate(g=1, x=0, w=0, k=b, c=1)", "finish(g=1, w=0)",
+    "flush(g=1, x=0, w=0)", "append(g=1, w=0)", "apply(g=1, n=0)"]
+
+
+def test_an_r1_holder_whose_split_waits_is_latched_not_above_r2s_claims():
+    """n2 holds r1's lease and evaluates the split; n1 applies it first, takes r2's lease
+    once n2's copy expires and closes r2 at 3, above n2's floor over r2's keys (2). n2
+    has not applied its own split, so its latches block every write of r1 there (and r1
+    leaves r2's keys when it applies): FloorAboveClaims leaves such a holder out, which
+    the proofs found it had to (spec/README, "What these proofs found")."""
+    from checker.backends.scalar import ScalarMachine
+
+    machine = LOG_DRIVEN.instantiate(SPLIT_MERGE, ())
+    sm = ScalarMachine(machine)
+    by_label = {a.label: a for a in machine.actions}
+    state = machine.init_states[0]
+    for label in SPLIT_PENDING_ON_HOLDER:
+        assert sm.enabled(state, by_label[label]), label
+        state = sm.apply(state, by_label[label])
+        assert sm.violated_invariants(state) == [], label
+    end = machine.decode(state)
+    assert end["lseq"][0] == [2, 2] and end["lholder"][0][2] == 1  # n2 holds r1's newest
+    assert end["span_changed"] == [True, False]  # n1 applied the split, n2 not yet
+    assert end["claim_hi"][1] == 3 and end["assigned_closed"][0][1] == 2
+    assert end["tsc"][1][1] == 1  # n2's floor over r2's keys is below r2's claim
+    assert not any(sm.enabled(state, a) for a in machine.actions
+                   if a.label.startswith("evaluate(g=0, x=1"))

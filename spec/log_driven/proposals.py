@@ -209,11 +209,16 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Tracker) -> None:
         """The holder of each range's newest lease, once its replica applied it, writes
         above every closed ts claimed for the range's keys: its write floor (assigned
         closed ts, timestamp cache) is above them (A7, A9); after a merge, its timestamp
-        cache over r2's keys is above r2's claims too (A15)."""
+        cache over r2's keys is above r2's claims too (A15). A holder whose split waits
+        to apply there writes nothing on r1 (the split's latches, §5.1), and may fall
+        behind r2's claims on r2's keys meanwhile: r1 leaves them when the split
+        applies."""
         checks = []
         for g in range(G):
             h = current_holder(s, ctx, g)
             serving = And(exists(s, ctx, g, h), holds_newest_lease(s, ctx, g, h))
+            if ctx.splits and g == 0:
+                serving = And(serving, Not(struct_pending(s, ctx, ctx.split_id, h)))
             for k in segment_keys(ctx):
                 on_g = covers(s, ctx, g, k, h) if G > 1 else True
                 claims = s.claim_hi[g]
