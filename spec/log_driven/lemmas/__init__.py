@@ -8,8 +8,9 @@ model, not only a proof (`spec/README.md`, "Proofs"):
 - `core.py`        one range, one proposer: the buffer, LAIs and closed ts handed out at
                    flush, the Raft log (with reproposals: one entry per attempt),
                    acceptance, replicas, claims and follower reads
-- `side.py`        the side transport from n1: bumps, streams, receivers, replicas'
-                   side-transport closed ts
+- `side.py`        the side transport (from n1, or per sender and range under lease
+                   changes): bumps, streams, receivers, replicas' side-transport
+                   closed ts, and what a split and Subsume take of them
 - `leases.py`      lease changes, per range: the log replayed, the lease chain, each
                    holder's counters against the replay
 - `splits.py`      a split: range 1 against range 0 (the split last until applied,

@@ -60,11 +60,12 @@ def applies(p: Any, ctx: Ctx) -> bool:
     epoch-based; clocks up to `max_offset` apart): one range, with or without the side
     transport and n1's restart (a restart under LAG only: under LEAD it loses a follower
     read, `log_driven_finding_restart_under_lead`), or two with a split, a merge or both
-    (`splits.py` and `merges.py` add what links them), without the side transport or a
-    restart; without reproposals or injected LAI errors, with a lock-free or heap
-    tracker; not under a mutation, whose rules the replay does not fold (a mutation
-    model is checked against the property it breaks, not against these lemmas)."""
-    shape = ctx.ranges == 1 or (not p.side_transport and not ctx.restarts)
+    (`splits.py` and `merges.py` add what links them), with or without the side
+    transport, without a restart; without reproposals or injected LAI errors, with a
+    lock-free or heap tracker; not under a mutation, whose rules the replay does not
+    fold (a mutation model is checked against the property it breaks, not against these
+    lemmas)."""
+    shape = ctx.ranges == 1 or not ctx.restarts
     return bool(ctx.lease_changes and not ctx.muts and shape and not ctx.reproposals
                 and not (ctx.restarts and ctx.lead) and not p.lai_errors
                 and p.tracker in ("impl", "heap"))
@@ -85,6 +86,17 @@ def wiped(s: Any, ctx: Ctx, x: Any, g: int = 0) -> Any:
         return False
     return And(s.restarted, x == 0, s.lholder[g][s.rbase[g]] == 0,
                lease_base(s, ctx, g, s.lseq[g][0]) == s.rbase[g])
+
+
+def own_segments(s: Any, ctx: Ctx, g: int, x: int) -> list[Any]:
+    """Whether node x's timestamp cache over each key segment rose with range g's leases:
+    with two ranges, r1 holds the left and r2 the right, and r1 holds the right too before
+    the split applied on x (after a merge, the merge's bump guards it: `merges.py`)."""
+    if ctx.ranges == 1:
+        return [True] * ctx.segments
+    if ctx.splits and g == 0:
+        return [True, Not(s.span_changed[x])]
+    return [g == 0, g == 1]
 
 
 class Replay:
@@ -199,17 +211,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     def made(s: Any, g: int, j: int) -> Any:
         return j <= s.lcount[g]
 
-    def own_segments(s: Any, g: int, x: int) -> list[Any]:
-        """Whether node x's timestamp cache over each key segment rose with range g's
-        leases: with two ranges, r1 holds the left and r2 the right, and r1 holds the
-        right too before the split applied on x (after a merge, the merge's bump guards
-        it: `merges.py`)."""
-        if ctx.ranges == 1:
-            return [True] * ctx.segments
-        if ctx.splits and g == 0:
-            return [True, Not(s.span_changed[x])]
-        return [g == 0, g == 1]
-
     def initial_lease(s: Any, g: int) -> Any:
         """Lease 1 of each range is n1's, from 0; range 1 made by a split starts with a
         copy of the lease of range 0 the split was evaluated under, on its holder."""
@@ -244,7 +245,8 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         the lease it builds on; a transfer hands the
         lease to another node, with a read summary at or above its start, and its
         proposer's lease stays revoked while its replica is still in that sequence. Lease
-        1 is the initial one; commands not yet proposed are untouched. A node proposes
+        1 is the initial one; a holder's own request renews its lease unless it gave the
+        lease away (a transfer, a restart); commands not yet proposed are untouched. A node proposes
         one lease command at a time: a later one of the same proposer comes after its
         replica applied the earlier."""
         def per(g: int) -> Any:
@@ -277,6 +279,14 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                                                s.lstart[g][j] == s.lexp[g][prev]),
                                        base(s, g, j) == j))
                 y = s.lholder[g][prev]
+                # a holder's own request starts a new sequence only to replace a lease it
+                # gave away (proscribed by its transfer, or by a restart); else it renews
+                gave_away = [And(s.lkind[g][t] == LeaseKind.transfer,
+                                 s.lholder[g][s.lprev[g][t]] == y) for t in commands if t < j]
+                if ctx.restarts:
+                    gave_away.append(s.restarted)
+                renews = Implies(And(s.lkind[g][j] == LeaseKind.request,
+                                     s.lholder[g][j] == y, base(s, g, j) == j), Or(*gave_away))
                 transfer = Implies(s.lkind[g][j] == LeaseKind.transfer, And(
                     s.lholder[g][j] != y, base(s, g, j) == j, s.lsum[g][j] >= s.lstart[g][j],
                     Implies(And(s.lseq[g][y] >= prev, base(s, g, s.lseq[g][y]) == base(s, g, prev)),
@@ -286,7 +296,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 started = Implies(base(s, g, j) == j,
                                   s.lstart[g][j] <= clock(s, ctx, lease_proposer(s, g, j)))
                 return If(made(s, g, j), And(prev >= 1, prev < j, own, same, transfer, takeover,
-                                          started, seen,
+                                          renews, started, seen,
                                           Implies(expiration_based(j),
                                                   s.lexp[g][j] > s.lstart[g][j]),
                                           s.lkind[g][j] != LeaseKind.initial),
@@ -295,7 +305,15 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 return s.lepoch[g][j] == 0 if ctx.epochs else True
             first = And(base(s, g, 1) == 1, s.lkind[g][1] == LeaseKind.initial,
                         initial_lease(s, g))
+            def proscribed(n: int) -> Any:
+                """Only a transfer by n (or n's restart) proscribes n's lease."""
+                gave_away = [And(made(s, g, t), s.lkind[g][t] == LeaseKind.transfer,
+                                 s.lholder[g][s.lprev[g][t]] == n) for t in commands]
+                if ctx.restarts and n == 0:
+                    gave_away.append(s.restarted)
+                return Implies(s.proscribed[g][n], Or(*gave_away))
             return And(s.lcount[g] >= 1, first, *[command(j) for j in commands],
+                       *[proscribed(n) for n in range(N)],
                        *[one_at_a_time(j, k) for j in commands for k in commands if j < k],
                        ForAll(range(N), lambda n: s.lseq[g][n] <= s.lcount[g]))
         return And(*[per(g) for g in ranges])
@@ -387,7 +405,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                          s.lstart[g][b])
                 return Implies(And(s.lholder[g][s.lseq[g][x]] == x, exists_on(s, g, x)), And(*[
                     Implies(own, s.tsc[x][seg] >= low)
-                    for seg, own in enumerate(own_segments(s, g, x))]))
+                    for seg, own in enumerate(own_segments(s, ctx, g, x))]))
             return And(*[node(x) for x in range(N)])
         return And(*[per(g) for g in ranges])
 

@@ -38,6 +38,13 @@ def applies(p: Any, ctx: Ctx) -> bool:
     return core.applies(p, ctx) and ctx.merges
 
 
+def covered(ctx: Ctx) -> bool:
+    """Range 0's holder after a merge writes range 1's keys above range 1's claim (under
+    LAG with one clock: nothing closes above the clock; under LEAD it may not, the
+    finding in `docs/findings/merge-takeover-below-rhs-closed.md`)."""
+    return not ctx.lead and not ctx.max_offset
+
+
 def add(m: Any, p: Any, ctx: Ctx) -> None:
     if ctx.merges and leases.applies(p, ctx):
         add_with_leases(m, p, ctx)
@@ -147,8 +154,8 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
     """
     M, N, W = ctx.merge_id, ctx.nodes, ctx.writes
 
-    def base(s: Any, j: Any) -> Any:
-        return lease_base(s, ctx, R2, j)
+    def base(s: Any, g: int, j: Any) -> Any:
+        return lease_base(s, ctx, g, j)
 
     @m.lemma
     def MergePhasesInOrderUnderLeases(s):  # noqa: N802
@@ -182,7 +189,7 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
         def write(w: int) -> Any:
             waiting = Or(s.wphase[w] == WPhase.evaluating, s.wphase[w] == WPhase.buffered)
             return Implies(And(s.wrng[w] == R2, s.wphase[w] != WPhase.idle),
-                           Or(base(s, s.wseq[w]) != base(s, seq),
+                           Or(base(s, R2, s.wseq[w]) != base(s, R2, seq),
                               And(Not(waiting), s.wlai[w] <= lai)))
 
         def transfer(j: int) -> Any:
@@ -192,25 +199,34 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
 
         def node(n: int) -> Any:
             return Implies(And(s.lholder[R2][s.lseq[R2][n]] == n,
-                               base(s, s.lseq[R2][n]) == base(s, seq)), s.frozen[n])
+                               base(s, R2, s.lseq[R2][n]) == base(s, R2, seq)), s.frozen[n])
         commands = range(2, ctx.lease_changes + 2)
+        # with the side transport, Subsume reports the higher of the replica's closed ts
+        # and its side-transport one (a bump's), and the claim may be another holder's
+        # bump, below the sequence Subsume's holder started
+        reported = [closed <= s.merge_closed, s.claim_hi[R2] >= s.merge_closed] \
+            if p.side_transport else [closed == s.merge_closed,
+                                      s.claim_hi[R2] == s.merge_closed]
         return Implies(s.subsumed, And(
-            lai == s.merge_lai, closed == s.merge_closed, s.claim_hi[R2] == s.merge_closed,
+            lai == s.merge_lai, *reported,
             *[write(w) for w in range(W)], *[transfer(j) for j in commands],
             *[node(n) for n in range(N)]))
 
     @m.lemma
     def KeysOfTheirRangeUnderLeases(s):  # noqa: N802
         """Range 1 writes and serves only right-hand keys; range 0 writes and serves them
-        only on a node whose replica applied the merge (or, after a split, before it)."""
+        only on a node whose replica applied the merge (or, after a split, before it),
+        and under LAG writes them above range 1's claim (MergedHoldersCoverRHS)."""
         def write(w: int) -> Any:
             started = s.wphase[w] != WPhase.idle
             on_r2 = Implies(And(started, s.wrng[w] == R2), right_hand(ctx, s.wkey[w]))
             if ctx.splits:  # range 0 also wrote them before the split
                 return on_r2
+            # (above range 1's claim under LAG: MergedHoldersCoverRHS)
+            above = s.wts[w] > s.claim_hi[R2] if covered(ctx) else True
             on_r1 = Implies(And(started, s.wrng[w] == R1, right_hand(ctx, s.wkey[w])),
-                            Or(*[And(s.wnode[w] == n, merge_applied(s, ctx, n))
-                                 for n in range(N)]))
+                            And(above, Or(*[And(s.wnode[w] == n, merge_applied(s, ctx, n))
+                                            for n in range(N)])))
             return And(on_r2, on_r1)
 
         def read(i: int) -> Any:
@@ -221,6 +237,44 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
             return And(on_r2, Implies(And(s.rdone[i], s.rrng[i] == R1, right), Or(*[
                 And(s.rnode[i] == n, merge_applied(s, ctx, n)) for n in range(N)])))
         return And(*[write(w) for w in range(W)], *[read(i) for i in range(ctx.reads)])
+
+    if covered(ctx):
+        @m.lemma
+        def LeasesAfterMergeStartAboveIt(s):  # noqa: N802
+            """Subsume's closed ts is at or below its freeze time (under LAG nothing closes
+            above the clock), which the one clock has reached since. The EndTxn was
+            evaluated under a lease of range 0 still valid then, after Subsume: it
+            expires after the freeze time; so a sequence of range 0 started on that lease
+            or a later one starts at or above the freeze time (a takeover at an
+            expiration at or after that lease's, a transfer at its proposer's clock), and
+            the timestamp cache of whoever holds it covers range 1's keys above
+            Subsume's closed ts (§5.3)."""
+            freeze = s.merge_freeze
+            evaluated = s.wphase[M] != WPhase.idle
+            J = s.wseq[M]
+
+            def command(j: int) -> Any:
+                return Implies(And(evaluated, j <= s.lcount[R1], base(s, R1, j) == j,
+                                   s.lprev[R1][j] >= J), s.lstart[R1][j] >= freeze)
+            return And(Implies(s.subsumed, And(s.merge_closed <= freeze, s.now >= freeze)),
+                       Implies(evaluated, s.lexp[R1][J] > freeze),
+                       *[command(j) for j in range(2, ctx.lease_changes + 2)])
+
+        rhs_segment = ctx.segment(ctx.rhs_keys[0])
+
+        @m.lemma
+        def MergedHoldersCoverRHS(s):  # noqa: N802
+            """A node whose replica of range 0 applied the merge and a lease naming it has
+            its timestamp cache over range 1's keys at or above range 1's claim: the
+            merge raised it to Subsume's closed ts on the node holding range 0's lease as
+            it applied it (MergeRange), and a node that took range 0's lease after that
+            raised it to the new lease's start, over the merged span (§5.3). Under LEAD
+            range 1 may close above that start: the finding in
+            `docs/findings/merge-takeover-below-rhs-closed.md`."""
+            return And(*[Implies(And(merge_applied(s, ctx, n),
+                                     s.lholder[R1][s.lseq[R1][n]] == n),
+                                 s.tsc[n][rhs_segment] >= s.claim_hi[R2])
+                         for n in range(N)])
 
     @m.lemma
     def MergeWaitedForRHSUnderLeases(s):  # noqa: N802

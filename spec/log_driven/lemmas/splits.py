@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from checker.lang import And, Exists, ForAll, If, Implies, Not, Or
-from spec.log_driven.lemmas import core, leases
+from spec.log_driven.lemmas import core, leases, merges
 from spec.log_driven.lemmas.core import flushed, never_failed, right_hand
 from spec.log_driven.parts import NIL, Ctx, WPhase, lease_base
 
@@ -204,7 +204,8 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
     @m.lemma
     def RHSWritesOfR1BeforeSplitUnderLeases(s):  # noqa: N802
         """Where the replay accepts the split, every range-0 write to a right-hand key
-        (on a node that has not applied a merge since) is accepted before it or never:
+        (but one above range 1's claim by a node that applied a merge since) is accepted
+        before it or never:
         the split's evaluator had none pending (latches) and takes none after; another
         node took them under an older lease sequence, which the log left before the split
         and never re-enters. So none would be accepted at the log's end either."""
@@ -214,9 +215,11 @@ def add_with_leases(m: Any, p: Any, ctx: Ctx) -> None:
         def write(w: int, i: int) -> Any:
             split_at = And(log.present(i), log.at(i) == S, log.oks[i])
             mine = And(s.wphase[w] != WPhase.idle, s.wrng[w] == R1, right_hand(ctx, s.wkey[w]))
-            if ctx.merges:
-                mine = And(mine, *[Implies(s.wnode[w] == n, Not(s.merged[n]))
-                                   for n in range(N)])
+            if ctx.merges:  # one a node evaluated after the merge is above range 1's claim
+                # where `merges.covered` (MergedHoldersCoverRHS); elsewhere it may not be
+                mine = And(mine, *[Implies(And(s.wnode[w] == n, s.merged[n]),
+                                           s.wts[w] <= s.claim_hi[R2] if merges.covered(ctx)
+                                           else False) for n in range(N)])
             later = And(*[Not(And(log.present(j), log.at(j) == w, log.oks[j]))
                           for j in range(i + 1, L)])
             end = Or(lease_base(s, ctx, R1, s.wseq[w]) != lease_base(s, ctx, R1, seq),
