@@ -252,6 +252,15 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
         def per(g: int) -> Any:
             log = Replay(s, ctx, g)
 
+            def gave_away(n: Any, before: Any) -> Any:
+                """Node n gave range g's lease away before lease command `before`: a
+                transfer out of a lease of n's, or n's restart."""
+                out = [And(t < before, s.lkind[g][t] == LeaseKind.transfer,
+                           s.lholder[g][s.lprev[g][t]] == n) for t in commands]
+                if ctx.restarts:
+                    out.append(And(s.restarted, n == 0))
+                return Or(*out)
+
             def one_at_a_time(j: int, k: int) -> Any:
                 x = lease_proposer(s, g, j)
                 return Implies(And(made(s, g, k), lease_proposer(s, g, k) == x),
@@ -281,12 +290,9 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                 y = s.lholder[g][prev]
                 # a holder's own request starts a new sequence only to replace a lease it
                 # gave away (proscribed by its transfer, or by a restart); else it renews
-                gave_away = [And(s.lkind[g][t] == LeaseKind.transfer,
-                                 s.lholder[g][s.lprev[g][t]] == y) for t in commands if t < j]
-                if ctx.restarts:
-                    gave_away.append(s.restarted)
                 renews = Implies(And(s.lkind[g][j] == LeaseKind.request,
-                                     s.lholder[g][j] == y, base(s, g, j) == j), Or(*gave_away))
+                                     s.lholder[g][j] == y, base(s, g, j) == j),
+                                 gave_away(y, j))
                 transfer = Implies(s.lkind[g][j] == LeaseKind.transfer, And(
                     s.lholder[g][j] != y, base(s, g, j) == j, s.lsum[g][j] >= s.lstart[g][j],
                     Implies(And(s.lseq[g][y] >= prev, base(s, g, s.lseq[g][y]) == base(s, g, prev)),
@@ -307,11 +313,7 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
                         initial_lease(s, g))
             def proscribed(n: int) -> Any:
                 """Only a transfer by n (or n's restart) proscribes n's lease."""
-                gave_away = [And(made(s, g, t), s.lkind[g][t] == LeaseKind.transfer,
-                                 s.lholder[g][s.lprev[g][t]] == n) for t in commands]
-                if ctx.restarts and n == 0:
-                    gave_away.append(s.restarted)
-                return Implies(s.proscribed[g][n], Or(*gave_away))
+                return Implies(s.proscribed[g][n], gave_away(n, s.lcount[g] + 1))
             return And(s.lcount[g] >= 1, first, *[command(j) for j in commands],
                        *[proscribed(n) for n in range(N)],
                        *[one_at_a_time(j, k) for j in commands for k in commands if j < k],
