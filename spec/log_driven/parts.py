@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.lang import And, Enum, Max, Not, Or
+from checker.lang import And, Enum, If, Max, Not, Or
 
 NIL = -1  # unset timestamp: an empty tracker bucket, "nothing closed yet"
 
@@ -250,6 +250,14 @@ def merge_applied(s: Any, ctx: Ctx, n: Any) -> Any:
     if not ctx.merges:
         return False
     return s.merged[n] if ctx.splits else s.span_changed[n]
+
+
+def pick(values: list[Any], i: Any) -> Any:
+    """values[i] for a symbolic index i (an If-chain)."""
+    out = values[-1]
+    for j in range(len(values) - 2, -1, -1):
+        out = If(i == j, values[j], out)
+    return out
 
 
 def exists(s: Any, ctx: Ctx, g: int, n: Any) -> Any:

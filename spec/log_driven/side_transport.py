@@ -42,7 +42,7 @@ from typing import Any
 
 from checker.errors import ModelError
 from checker.lang import And, Array, Bool, Enum, ForAll, If, Implies, Int, Max, Not, Or, require
-from spec.log_driven.parts import NIL, Ctx, exists, owns_applied_lease
+from spec.log_driven.parts import NIL, Ctx, exists, owns_applied_lease, pick
 from spec.log_driven.policy import ceiling, closed_target, expiration, lease_ok
 from spec.log_driven.proposals import in_flight
 from spec.log_driven.side_access import SideAccess
@@ -155,13 +155,6 @@ def add(m: Any, p: Any, ctx: Ctx, tracker: Any) -> None:
         """The receiver-state slot that holds sender x's stream (all in one under
         SideReceiverSharedAcrossSenders)."""
         return 0 if shared else x
-
-    def pick(values: list[Any], i: Any) -> Any:
-        """values[i] for a symbolic index i."""
-        out = values[-1]
-        for j in range(len(values) - 2, -1, -1):
-            out = If(i == j, values[j], out)
-        return out
 
     def group_of(grp: Any) -> Any:
         """The group a receiver looks up for a range in `grp` (SideRangeGetsOtherGroup:

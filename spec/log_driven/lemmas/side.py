@@ -38,7 +38,7 @@ from typing import Any
 from checker.lang import And, ForAll, If, Implies, Max, Not, Or
 from spec.log_driven.leases import LeaseKind
 from spec.log_driven.lemmas import core, leases
-from spec.log_driven.parts import NIL, Ctx, WPhase, in_range, lease_base
+from spec.log_driven.parts import NIL, Ctx, WPhase, in_range, lease_base, pick
 from spec.log_driven.policy import clock
 from spec.log_driven.side_transport import Entry
 
@@ -62,12 +62,6 @@ def add(m: Any, p: Any, ctx: Ctx) -> None:
     moving = bool(ctx.lease_changes)  # leases change: bumps are any sender's
     senders = range(p.senders)
     ranges = range(ctx.ranges)
-
-    def pick(values: list[Any], i: Any) -> Any:
-        out = values[-1]
-        for j in range(len(values) - 2, -1, -1):
-            out = If(i == j, values[j], out)
-        return out
 
     def grp(s: Any, g: int, x: int, k: int) -> Any:
         return s.hist_grp[x][k][g] if K > 1 else 0
