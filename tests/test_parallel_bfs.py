@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -258,6 +260,59 @@ def test_a_failing_worker_is_one_line(pools, monkeypatch):
     monkeypatch.setattr(parallel, "first_bad", broken)  # in the workers only
     with pytest.raises(CheckerError, match=r"BFS worker \d of 2 failed: RuntimeError: "
                                            r"no invariants today$"):
+        check(GRID.instantiate({"n": 30}), BfsOptions(workers=2, workers_from=1))
+    assert not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("where", ["queuing", "sending", "receiving"])
+def test_a_worker_out_of_memory_is_said_so_whichever_process_ends_first(pools, monkeypatch,
+                                                                         where):
+    """A worker that runs out of memory is reported as out of memory, not as a worker
+    that ended, though another worker may end first: its main thread runs out queuing
+    its states after its level's summary reached the coordinator (it tells after the
+    summary), its sending thread runs out sending them (it exits with a status that
+    says so), or its receiving thread runs out (the peer, its pipe closed, may end
+    first; when the worker's main thread was blocked sending to it, only the thread's
+    mark says why: `test_faults` runs out of memory for real)."""
+    serve, receive = parallel._Worker.serve, parallel._receive
+
+    class Outbox:  # worker 2 runs out at its states; worker 1 is slow to summarise
+        def __init__(self, index: int):
+            self.index, self.inner = index, queue.SimpleQueue()
+
+        def put(self, message) -> None:
+            tag = message[0] if message is not None else None
+            if tag == "states" and self.index == 1 and where == "queuing":
+                raise MemoryError
+            if tag == "level" and self.index == 0:
+                time.sleep(1.0)
+            self.inner.put(message)
+
+        def get(self):
+            message = self.inner.get()
+            if message is not None and message[0] == "states" and self.index == 1 \
+                    and where == "sending":
+                raise MemoryError
+            return message
+
+    class Starved:  # worker 1's receiving thread, at worker 2's first message
+        def __init__(self, channel):
+            self.channel = channel
+
+        def recv(self):
+            raise MemoryError
+
+    def with_outbox(worker) -> None:
+        worker.outbox = Outbox(worker.index)
+        serve(worker)
+
+    def receiving(peer, channel, inbox, ran_out) -> None:
+        starved = where == "receiving" and peer == 1
+        receive(peer, Starved(channel) if starved else channel, inbox, ran_out)
+
+    monkeypatch.setattr(parallel._Worker, "serve", with_outbox)  # in the workers only
+    monkeypatch.setattr(parallel, "_receive", receiving)
+    with pytest.raises(CheckerError, match=r"^out of memory at depth \d+"):
         check(GRID.instantiate({"n": 30}), BfsOptions(workers=2, workers_from=1))
     assert not multiprocessing.active_children()
 

@@ -47,6 +47,7 @@ import queue
 import signal
 import struct
 import threading
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as wait_for
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
 _SPREAD = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it is a bijection
 _PIPE_BYTES = 1 << 20  # fewer wake-ups than the default 64 KiB; the usual maximum
 _POLL_SECONDS = 0.2  # how often the coordinator looks at the stop request
+_EXIT_OUT_OF_MEMORY = 75  # a worker whose sending thread ran out of memory mid-message
+_LAST_WORDS_SECONDS = 6.0  # a worker's last word reaches the coordinator within this (tell)
 
 
 def owners(fps: np.ndarray, n: int, exact: bool) -> np.ndarray:
@@ -274,22 +277,32 @@ class Pool:
         return meta if tag == "level" else arrays
 
     def _lost(self, w: int) -> BaseException:
-        """What to raise for worker `w` gone mid-level. A peer that ran out of memory or
-        failed tells us, then ends, and its end ends the others (their pipes close):
-        what a peer told before is the cause, so it is looked for first."""
-        for v, channel in enumerate(self.results):
-            try:
-                for _ in range(8):  # a peer sends at most a few messages before waiting
-                    if v == w or not wait_for([channel.fileno()], 0):
-                        break
-                    got, meta, _ = channel.recv()
-                    if got == "out of memory":
-                        return MemoryError()
-                    if got == "failed":
-                        return CheckerError(f"BFS worker {v + 1} of {self.n} failed: {meta}")
-            except (EOFError, OSError):
-                continue
-        return CheckerError(self._died(w))
+        """What to raise for worker `w` gone mid-level. A worker that ran out of memory or
+        failed tells us, then ends, and its end ends the others (their pipes close), so
+        the first to end need not be the cause: until every worker has ended (or had
+        time to say why), what any of them told, `w` included, is looked for first, then
+        an exit that means out of memory."""
+        unread = dict(enumerate(self.results))
+        deadline = time.monotonic() + _LAST_WORDS_SECONDS
+        while True:
+            ended = all(p.exitcode is not None for p in self.processes)
+            for v, channel in list(unread.items()):
+                try:
+                    while wait_for([channel.fileno()], 0):
+                        got, meta, _ = channel.recv()
+                        if got == "out of memory":
+                            return MemoryError()
+                        if got == "failed":
+                            return CheckerError(f"BFS worker {v + 1} of {self.n} failed: "
+                                                f"{meta}")
+                except (EOFError, OSError):
+                    del unread[v]
+            if any(p.exitcode == _EXIT_OUT_OF_MEMORY for p in self.processes):
+                return MemoryError()
+            if ended or not unread or time.monotonic() > deadline:
+                return CheckerError(self._died(w))
+            wait_for([p.sentinel for p in self.processes if p.exitcode is None]
+                     + [c.fileno() for c in unread.values()], _POLL_SECONDS)
 
     def _died(self, w: int) -> str:
         process = self.processes[w]
@@ -356,8 +369,9 @@ def _work(worker: _Worker, every: list[int], coordinator: int) -> None:
         os.close(fd)
     try:
         worker.serve()
-    except (EOFError, BrokenPipeError):  # the coordinator or a peer is gone: so are we
-        pass
+    except (EOFError, BrokenPipeError):  # the coordinator or a peer is gone: so are we,
+        if worker.receiving_ran_out.is_set():  # after a receiving thread, out of memory,
+            worker.tell("out of memory")  # closed a peer's pipe (the peer's end)
     except MemoryError:
         worker.tell("out of memory")
     except BaseException as exc:  # noqa: BLE001 - reported by the coordinator
@@ -383,6 +397,7 @@ class _Worker:
         self.ranks = np.empty(0, dtype=np.int64)
         self.outbox: queue.SimpleQueue = queue.SimpleQueue()  # to the coordinator, in order
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()  # (peer, message) from peers
+        self.receiving_ran_out = threading.Event()  # a receiving thread had no memory
         self.sender: threading.Thread | None = None
         self.peers: dict[int, _Channel] = {}
         self.ended: set[int] = set()  # peers done routing this level's successors
@@ -412,7 +427,8 @@ class _Worker:
         self.words = [w[own] for w in frontier]
         del known, own, visited, frontier
         for v, fd in self.ends.inbound.items():
-            threading.Thread(target=_receive, args=(v, _Channel(fd, False), self.inbox),
+            threading.Thread(target=_receive, args=(v, _Channel(fd, False), self.inbox,
+                                                    self.receiving_ran_out),
                              daemon=True, name="ctmc-bfs-receive").start()
         self.peers = {v: _Channel(fd, True) for v, fd in self.ends.outbound.items()}
         commands = _Channel(self.ends.commands, False)
@@ -520,21 +536,23 @@ def _rekey(keys: np.ndarray, ranks: np.ndarray, n_actions: int) -> np.ndarray:
 
 def _send_all(channel: _Channel, outbox: queue.SimpleQueue) -> None:
     """Write what the worker queues for the coordinator, in order; None: stop. Out of
-    memory mid-message, the worker ends (the coordinator says so, and suggests fewer
-    workers), since what it wrote of the message cannot be taken back."""
+    memory mid-message, the worker ends with a status that says so (the coordinator
+    reports it as running out of memory), since what it wrote of the message cannot be
+    taken back."""
     try:
         while (message := outbox.get()) is not None:
             channel.send(*message)
     except OSError:
         pass
     except MemoryError:
-        os._exit(1)
+        os._exit(_EXIT_OUT_OF_MEMORY)
 
 
 _NO_MEMORY = "no memory to receive"  # what a receiving thread hands on when it ran out
 
 
-def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue) -> None:
+def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue,
+             ran_out: threading.Event) -> None:
     """Hand each message from one peer to the worker's main thread; None: it is gone."""
     try:
         while True:
@@ -542,6 +560,7 @@ def _receive(peer: int, channel: _Channel, inbox: queue.SimpleQueue) -> None:
     except (EOFError, OSError):
         inbox.put((peer, None))
     except MemoryError:  # the main thread reports it, as its own running out
+        ran_out.set()  # even if the peer, its pipe closed, ends it first
         inbox.put((peer, _NO_MEMORY))
 
 
