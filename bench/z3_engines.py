@@ -108,9 +108,11 @@ def bench_proof(name: str, overrides: dict, sized: bool) -> str:
                       if isinstance(v, int) and not isinstance(v, bool))
     label = name + (" [proof.params]" if sized else "") + \
         "".join(f" {k}={v}" for k, v in overrides.items())
+    goals = result.stats.get("seconds_per_goal", {})
+    slowest = max(goals, key=goals.__getitem__) if goals else None
     return (f"prove {label:<48} ({sizes}) {result.outcome} in {seconds:.2f} s "
             f"(base {result.stats.get('base_seconds')}, step {result.stats.get('step_seconds')}, "
-            f"cores {result.stats.get('core_seconds')}); lemmas used: "
+            f"slowest goal {slowest} {goals.get(slowest)}); lemmas used: "
             f"{', '.join(result.lemmas_used) or 'none'}")
 
 

@@ -20,9 +20,9 @@ from checker.engines.symbolic import infer as infer_module
 from checker.engines.symbolic.bmc import NOT_LEAST, BmcOptions, bmc
 from checker.engines.symbolic.deadline import Deadline
 from checker.engines.symbolic.induction import (
-    CORE_PHASE,
     NOT_INDUCTIVE,
     PROVED,
+    STEP_PHASE,
     ProveOptions,
     prove,
 )
@@ -57,13 +57,16 @@ def _machine(name: str):
     return build_machine(load_model(name, MODELS_DIR))
 
 
-def test_a_proof_whose_cores_run_out_of_time_is_unknown_not_proved() -> None:
+def test_a_proof_out_of_time_at_a_lemmas_goal_is_unknown_not_proved() -> None:
+    """The invariants' goal held, the first lemma's did not get its turn: unknown, with
+    the goal named, and no lemmas reported."""
     machine = LOCKSTEP.instantiate()
     assert prove(machine, ProveOptions(k=1)).outcome == PROVED  # with time, it proves
-    result = prove(machine, ProveOptions(k=1), RunsOutAt(CORE_PHASE))
+    result = prove(machine, ProveOptions(k=1), RunsOutAt(f"{STEP_PHASE} (goal 2 of"))
     assert result.outcome == UNKNOWN and not result.lemmas_used
-    assert result.message == (f"timeout (9 s) during {CORE_PHASE} (the inductive step "
-                              f"held; the lemmas it used were not yet known)")
+    first = machine.lemmas[0].name
+    goals = 1 + len(machine.lemmas)
+    assert result.message == f"timeout (9 s) during {STEP_PHASE} (goal 2 of {goals}: {first})"
 
 
 def test_a_proof_stopped_in_its_base_case_is_unknown() -> None:
