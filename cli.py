@@ -426,7 +426,11 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
 @click.option("--k", "k", type=click.IntRange(min=1), metavar="K",
               help="Induction depth  [default: the model's proof.k, else 1]")
 @_deadline_option
-def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="Processes sharing the inductive step's goals; the verdict and any "
+                   "counterexample are the same for any N  [default: every usable core]")
+def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
+              workers: int | None) -> int:
     """Prove MODEL's invariants for every reachable state by k-induction with Z3, with
     the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
     (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
@@ -443,7 +447,8 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None) -> int:
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
     options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
-                           started=started, progress=args.progress)
+                           started=started, progress=args.progress,
+                           workers=workers or _usable_cores())
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)

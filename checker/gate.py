@@ -236,7 +236,7 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
         _compare_symmetry(result, machine, model, checked, progress, workers, update)
     if prove and (model.expect_proof is not None
                   or (model.has_proof and model.expect_outcome == "holds")):
-        _prove(result, model, progress)
+        _prove(result, model, progress, workers)
 
 
 def _compare_symmetry(result: GateResult, machine: Machine, model: Model,
@@ -258,14 +258,16 @@ def _compare_symmetry(result: GateResult, machine: Machine, model: Model,
     _compare_count(result, "orbits", result.orbits, update)
 
 
-def _prove(result: GateResult, model: Model, progress: Callable[[str], None] | None) -> None:
-    """The model's proof, as `ctmc prove MODEL` runs it; a lost proof is a surprise."""
+def _prove(result: GateResult, model: Model, progress: Callable[[str], None] | None,
+           workers: int) -> None:
+    """The model's proof, as `ctmc prove MODEL` runs it (`workers` processes share the
+    inductive step's goals); a lost proof is a surprise."""
     from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
 
     machine = build_machine(model, proof=True)
     proof = prove(machine, ProveOptions(k=model.proof["k"], deadlock=model.engine["deadlock"],
                                         timeout=model.proof["timeout"] or None,
-                                        progress=progress))
+                                        progress=progress, workers=workers))
     result.proof = ProofRow(
         expected=model.expect_proof, outcome=proof.outcome, k=proof.k,
         lemmas_used=len(proof.lemmas_used) if proof.outcome == PROVED else None,

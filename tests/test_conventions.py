@@ -116,9 +116,11 @@ def test_the_symbolic_engines_report_progress_and_quiet_silences_them(fast_progr
     bmc_run = ctmc("bmc", "mutation_reset_cur_on_prev_exit", "--depth", "7")
     assert "depth   6 | solving" in bmc_run.stderr or "depth   7 | solving" in bmc_run.stderr
     assert "choosing the least trace: choice" in bmc_run.stderr
-    proof = ctmc("prove", "log_driven_tiny")
+    proof = ctmc("prove", "log_driven_tiny", "--workers", "1")
     assert "inductive step (k=1) | goal 1 of 13: the invariants (" in proof.stderr
     assert "inductive step (k=1) | goal 13 of 13: ClaimIsAccepted (" in proof.stderr
+    shared = ctmc("prove", "log_driven_tiny", "--workers", "2")
+    assert "of 13 goals answered | asking " in shared.stderr
     quiet = ctmc("prove", "log_driven_tiny", "--quiet")
     assert quiet.stderr == ""
 

@@ -22,11 +22,11 @@ from checker.engines.symbolic.deadline import Deadline
 from checker.engines.symbolic.induction import (
     NOT_INDUCTIVE,
     PROVED,
-    STEP_PHASE,
     ProveOptions,
     prove,
 )
 from checker.engines.symbolic.infer import InferOptions, infer
+from checker.engines.symbolic.step import STEP_PHASE
 from checker.models import build_machine, load_model
 from checker.reporting.proofs import print_inferred
 from tests.model_folders import run_cli as run

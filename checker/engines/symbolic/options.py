@@ -22,3 +22,4 @@ class ProveOptions:
     timeout: float | None = None  # seconds for the whole proof; None: no limit
     started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None
+    workers: int = 1  # processes sharing the inductive step's goals
