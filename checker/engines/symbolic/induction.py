@@ -61,6 +61,7 @@ PROVED = "proved"
 COUNTEREXAMPLE = "counterexample"
 NOT_INDUCTIVE = "not inductive"
 
+
 @dataclass
 class ProofResult:
     outcome: str  # PROVED | COUNTEREXAMPLE | NOT_INDUCTIVE | UNKNOWN
