@@ -38,13 +38,11 @@ hang.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import multiprocessing
 import os
 import pickle
 import queue
-import signal
 import struct
 import threading
 import time
@@ -58,6 +56,7 @@ from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.successors import Expansion, Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
+from checker.engines.worker import how_it_ended, start_worker
 from checker.errors import CheckerError
 from checker.packing import U64
 
@@ -306,10 +305,7 @@ class Pool:
 
     def _died(self, w: int) -> str:
         process = self.processes[w]
-        process.join(1.0)
-        code = process.exitcode
-        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
-               else "ended" if code is None else f"exited with status {code}")
+        how = how_it_ended(process)
         then = (f"to go on from the last checkpoint, run the same command with --resume "
                 f"{self.checkpoint}" if self.checkpoint else
                 "run it again (with --checkpoint DIR, a run stopped this way resumes with "
@@ -359,12 +355,7 @@ class _Ends:
 def _work(worker: _Worker, every: list[int], coordinator: int) -> None:
     """A worker process's life: serve levels until the coordinator goes. Whatever goes
     wrong is told to the coordinator, never printed."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    with contextlib.suppress(OSError, AttributeError):  # Linux: die with the coordinator
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != coordinator:
-        os._exit(1)
+    start_worker(coordinator)
     for fd in set(every) - worker.ends.fds():  # else a dead peer's pipe would never close
         os.close(fd)
     try:

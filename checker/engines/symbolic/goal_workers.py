@@ -12,10 +12,8 @@ conjunction, as one process would (decision 0024), so the CTI does not depend on
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
-import signal
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
 from typing import Any
@@ -23,6 +21,7 @@ from typing import Any
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.step import STEP_PHASE, GoalAnswer, InductiveStep, goal_names
 from checker.engines.symbolic.unroll import solver_figures
+from checker.engines.worker import how_it_ended, start_worker
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.progress import Heartbeat
@@ -103,11 +102,8 @@ def _receive(channel: Connection, process: Any, w: int, n: int) -> tuple[str, An
 
 
 def _died(process: Any, w: int, n: int) -> str:
-    process.join(1.0)
-    code = process.exitcode
-    how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0
-           else "ended" if code is None else f"exited with status {code}")
-    return (f"prove worker {w + 1} of {n} (pid {process.pid}) {how} before it answered; "
+    return (f"prove worker {w + 1} of {n} (pid {process.pid}) {how_it_ended(process)} "
+            f"before it answered; "
             f"run it again, with fewer --workers if memory is short")
 
 
@@ -115,12 +111,7 @@ def _work(machine: Machine, k: int, deadlock: bool, deadline: Deadline, names: l
           out: Connection, coordinator: int) -> None:
     """A worker's life: build the step, ask its goals, say each answer. Whatever goes
     wrong is told to the coordinator, never printed."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
-    with contextlib.suppress(OSError, AttributeError):  # Linux: die with the coordinator
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != coordinator:
-        os._exit(1)
+    start_worker(coordinator)
     try:
         step = InductiveStep(machine, k, deadlock, deadline)
         for name in names:
