@@ -47,9 +47,11 @@ def _same(one, two) -> None:
         [a and a.label for a in two.violation.trace.actions]
 
 
-# v1_tiny without each of its lemmas in turn (most are then not inductive, on goals of
-# every worker), and log_driven_tiny without lemmas whose loss a lemma's goal shows
-CASES = [("v1_tiny", i) for i in range(15)] + [("log_driven_tiny", i) for i in (4, 8, 11)]
+# v1_tiny and log_driven_tiny without one lemma: the step then fails on the invariants'
+# goal or on a lemma's, of either worker, or still proves (v1_tiny's 2; measured: the
+# verdict and the CTI agreed for each of v1_tiny's 15 lemmas, log_driven_tiny's 12,
+# log_driven_tiny_side_transport's 17 and tracker_small's 6)
+CASES = [("v1_tiny", i) for i in (0, 2, 3, 6, 9, 14)] + [("log_driven_tiny", i) for i in (4, 8)]
 
 
 @pytest.mark.parametrize("name,dropped", CASES)
@@ -61,7 +63,7 @@ def test_two_workers_give_the_verdict_and_the_cti_one_gives(name: str, dropped: 
     assert two.stats["workers"] == 2
 
 
-@pytest.mark.parametrize("name", ["log_driven_tiny", "v1_tiny", "log_driven_tiny_side_transport"])
+@pytest.mark.parametrize("name", ["log_driven_tiny", "v1_tiny"])
 def test_a_proof_shared_by_workers_proves_and_says_the_same_lemmas_every_run(name: str) -> None:
     machine = _machine(name)
     runs = [prove(machine, ProveOptions(workers=w)) for w in (1, 2, 2, 3)]
