@@ -32,10 +32,10 @@ _LATE_SECONDS = 5.0  # past the deadline, workers have this long to say they sto
 
 def ask_in_workers(machine: Machine, k: int, deadlock: bool, deadline: Deadline, n: int,
                    beat: Heartbeat | None = None) -> tuple[list[GoalAnswer], list[dict]]:
-    """The goals' answers, in goal order: every goal's, or those that came before
-    the first that is not unsat came (which is among them; the workers then stop),
-    and each worker's Z3 figures. OutOfTime if the deadline
-    passed in a worker; CheckerError, one line, if a worker failed or died."""
+    """The goals' answers in goal order (every goal's, or, once one is not unsat, those
+    in by then, that one among them: the workers are then stopped) and each worker's
+    Z3 figures. OutOfTime if the deadline passed in a worker; CheckerError, one line,
+    if a worker failed or died."""
     names = goal_names(machine)
     context = multiprocessing.get_context("fork")
     processes, channels = [], []
