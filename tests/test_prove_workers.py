@@ -121,15 +121,14 @@ def test_a_killed_worker_is_one_line(monkeypatch) -> None:
 
 def test_a_worker_that_does_not_stop_on_time_does_not_hold_the_proof(monkeypatch) -> None:
     """Workers stop at the deadline themselves; one that does not (a query Z3 does not
-    interrupt) is given a few seconds, then the proof is unknown all the same."""
+    interrupt) is given a few seconds, then the proof is unknown all the same. (Were
+    it waited for, its sleep would end in a failure: `ask` answers nothing.)"""
     def stuck(self, name):
         time.sleep(60)
 
     monkeypatch.setattr(step_module.InductiveStep, "ask", stuck)
-    t0 = time.perf_counter()
     machine = _machine("v1_tiny")
     result = prove(machine, ProveOptions(workers=2), Deadline(2.0))
-    assert time.perf_counter() - t0 < 30
     assert result.outcome == UNKNOWN
     assert result.message == (f"timeout (2 s) during {STEP_PHASE} (workers asking "
                               f"{goal_names(machine)[0]}, {machine.lemmas[0].name})")
