@@ -48,6 +48,7 @@ from spec.log_driven.parts import (
     WPhase,
     in_range,
     lease_base,
+    pick,
     split_applied,
     tracked_in,
 )
@@ -159,10 +160,7 @@ class Replay:
     def pick(self, k: Any, part: int) -> Any:
         """Part `part` (0 LAI, 1 closed ts, 2 lease) of the state after k entries, k
         symbolic in 0..L."""
-        out = self.states[self.L][part]
-        for n in range(self.L - 1, -1, -1):
-            out = If(k == n, self.states[n][part], out)
-        return out
+        return pick([state[part] for state in self.states], k)
 
     def at_end(self) -> tuple[Any, Any, Any]:
         """The state after the whole log: what an entry appended next would find."""
