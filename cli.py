@@ -739,6 +739,96 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
     return EXIT_HOLDS if report.ok else EXIT_VIOLATION
 
 
+# --- diff -----------------------------------------------------------------------------
+
+def _parse_policies(ctx: click.Context, param: click.Parameter,
+                    value: str) -> tuple[str, ...]:
+    from checker.diff.compare import POLICIES
+
+    names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+    if names == ("none",):
+        return ()
+    for name in names:
+        if name not in POLICIES:
+            raise click.BadParameter(f"{name!r} is not one of {', '.join(POLICIES)} or none",
+                                     ctx, param)
+    return names
+
+
+@main.command()
+@click.argument("base", metavar="BASE")
+@click.argument("targets", nargs=-1, metavar="[MODELS...]")
+@click.option("--fail-on", "fail_on", default="proofs", show_default=True,
+              metavar="KINDS", callback=_parse_policies,
+              help="Which changes count as regressions besides a worse verdict and a model "
+                   "that no longer runs: a comma list of states (counts, diameter, "
+                   "counterexample length), behaviours (a new behaviour), proofs (a lost "
+                   "proof), coverage (an action or mutation gone vacuous); or none.")
+@click.option("--prove", is_flag=True,
+              help="Also prove, under both versions, the models `gate --prove` proves.")
+@click.option("--markdown", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Also write a Markdown summary (for a pull-request comment) to PATH.")
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), metavar="PATH",
+              help="Also write a JUnit XML report (a testcase per model, a failure per "
+                   "regression) to PATH.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON object on stdout instead of the table.")
+@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
+              default=TRACE_DIR / "diff", show_default=True,
+              help="Where counterexamples (in base/ and head/) and behaviour traces go.")
+@click.option("--behaviour-states", type=click.IntRange(min=0), default=20_000,
+              show_default=True, metavar="N",
+              help="Compare behaviours of models with at most N reachable states (0: never).")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+              metavar="DIR", help="Keep each side's results in DIR, keyed by what the spec "
+                                  "means, and reuse them when nothing it depends on changed.")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="Runs at once (each side of each model is one)  [default: every usable "
+                   "core]")
+@_models_dir_option
+@click.pass_obj
+def diff(models_dir: Path, base: str, targets: tuple[str, ...], fail_on: tuple[str, ...],
+         prove: bool, markdown: Path | None, junit: Path | None, as_json: bool,
+         trace_dir: Path, behaviour_states: int, cache_dir: Path | None,
+         workers: int | None) -> int:
+    """Check every model (in the models folder, or the MODELS given: names, files or
+    folders) under BASE (a git revision, or a folder holding an older copy of the
+    repository) and as the files are now, and say what changed: verdicts, state counts,
+    coverage, proofs, and the shortest behaviour each design allows that the other does
+    not. Exit 0 without regressions, 1 with, 2 for bad input."""
+    from checker.diff.run import DiffOptions, run_diff
+    from checker.outputs import check_folder, check_writable
+    from checker.reporting.diffs import print_diff, to_json, to_markdown, write_junit
+
+    for path, what in ((markdown, "--markdown"), (junit, "--junit")):
+        if path is not None:
+            check_writable(path, what)
+    check_folder(trace_dir, "--trace-dir")
+    if cache_dir is not None:
+        check_folder(cache_dir, "--cache")
+    try:
+        report = run_diff(DiffOptions(base, targets, models_dir, trace_dir, prove,
+                                      workers or _usable_cores(), behaviour_states,
+                                      cache_dir=cache_dir, progress=_progress))
+    except KeyboardInterrupt:
+        raise _Interrupted("interrupted: nothing of the user's was changed") from None
+    written = []
+    if markdown is not None:
+        from checker.outputs import replace_text
+
+        replace_text(markdown, to_markdown(report, fail_on))
+        written.append(f"Markdown summary: {markdown}")
+    if junit is not None:
+        write_junit(report, fail_on, junit)
+        written.append(f"JUnit report: {junit}")
+    _progress.stop()
+    if as_json:
+        click.echo(json.dumps(to_json(report, fail_on), indent=2))
+    else:
+        print_diff(report, fail_on, written)
+    return EXIT_VIOLATION if report.regressions(fail_on) else EXIT_HOLDS
+
+
 # --- graph ----------------------------------------------------------------------------
 
 @main.command("graph")

@@ -96,6 +96,8 @@ class GateResult:
     trace_file: Path | None = None
     seconds: float = 0.0
     proof: ProofRow | None = None  # with --prove, for a model that has a proof to run
+    # per action: [instances enabled, new states found], summed over its instances
+    coverage: dict[str, list[int]] = field(default_factory=dict)
     broken: bool = False  # the file did not load, build or run
     detail: str | None = None  # the traceback of an internal error, for debugging
     surprises: list[str] = field(default_factory=list)
@@ -216,6 +218,10 @@ def _run(result: GateResult, path: Path, models_dir: Path, trace_dir: Path,
     checked = _search(machine, model, progress, workers, symmetry=not full_search)
     result.got, result.complete = checked.expectation, checked.complete
     result.diameter = checked.stats.get("diameter")
+    for row in checked.coverage:
+        counts = result.coverage.setdefault(row["name"], [0, 0])
+        counts[0] += row["enabled"]
+        counts[1] += row["new_states"]
     if checked.violation is not None:
         v = checked.violation
         result.trace_length = len(v.trace)
@@ -402,7 +408,7 @@ def to_json(report: GateReport) -> dict[str, Any]:
             "diameter": r.diameter, "trace_length": r.trace_length,
             "trace_file": None if r.trace_file is None else str(r.trace_file),
             "seconds": r.seconds, "proof": None if r.proof is None else r.proof.as_dict(),
-            "ok": r.ok, "broken": r.broken,
+            "coverage": r.coverage, "ok": r.ok, "broken": r.broken,
             "surprises": list(r.surprises),
         } for r in report.results],
     }

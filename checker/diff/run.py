@@ -1,0 +1,264 @@
+"""`ctmc diff`: run each model under BASE and under the files as they are, and compare.
+
+Models are matched by their path inside the repository. Each side runs in a child
+process of its own (`side`), up to `jobs` at once; the coordinator shows their
+progress, compares the two answers (`compare`), and, where both state graphs were
+written, looks for the shortest behaviour each design allows and the other does not
+(`behaviours`), written as ITF traces.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from checker.diff import behaviours
+from checker.diff.compare import (
+    BEHAVIOURS,
+    INFO,
+    BehaviourDiff,
+    Finding,
+    ModelDiff,
+    compare_runs,
+)
+from checker.diff.side import SideRequest
+from checker.diff.versions import Version, base_version, repository_root
+from checker.errors import CheckerError, ModelError
+from checker.models import SUFFIX, list_models
+from checker.outputs import check_writable, replace_text
+
+_POLL_SECONDS = 0.5
+# A side's child process: ctmc's tree on the import path (as `import ctmc` puts it), then
+# the version's spec packages before it, so `spec` is that version's and `checker` ours.
+_LAUNCH = ("import os, sys, ctmc; "
+           "sys.path[:0] = [p for p in sys.argv[2].split(os.pathsep) if p]; "
+           "from checker.diff.side import main; sys.exit(main(sys.argv[1:2]))")
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    base: str  # a git revision or a folder
+    models: tuple[str, ...]  # folders, files or bare names; none: every model in models_dir
+    models_dir: Path
+    trace_dir: Path
+    prove: bool = False
+    jobs: int = 1  # side processes at once
+    graph_max_states: int = 20_000  # 0: no behaviour diff
+    behaviour_budget: int = 200_000  # (state, set) pairs per direction
+    cache_dir: Path | None = None
+    progress: Callable[[str], None] | None = None
+
+
+@dataclass
+class DiffReport:
+    base: str
+    root: Path
+    models: list[ModelDiff] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def regressions(self, fail_on: tuple[str, ...]) -> list[tuple[ModelDiff, Finding]]:
+        return [(m, f) for m in self.models for f in m.regressions(fail_on)]
+
+
+def run_diff(options: DiffOptions) -> DiffReport:
+    """Both versions of every selected model, compared."""
+    started = time.perf_counter()
+    head_root = repository_root(_anchor(options))
+    with base_version(options.base, head_root) as base, \
+            tempfile.TemporaryDirectory(prefix="ctmc-diff-") as scratch:
+        head = Version("head", head_root)
+        files = _model_files(options, base, head_root)
+        report = DiffReport(options.base, head_root)
+        for number, relative in enumerate(files, 1):
+            diff = _diff_model(options, relative, base, head, Path(scratch),
+                               f"{number}/{len(files)}")
+            report.models.append(diff)
+    report.seconds = round(time.perf_counter() - started, 3)
+    return report
+
+
+def _anchor(options: DiffOptions) -> Path:
+    """Where the repository is looked for: the first model named by path, else the
+    models folder."""
+    for arg in options.models:
+        if Path(arg).exists():
+            return Path(arg).resolve().parent if Path(arg).is_file() else Path(arg).resolve()
+    return Path(options.models_dir).resolve()
+
+
+def _model_files(options: DiffOptions, base: Version, root: Path) -> list[Path]:
+    """The selected model files as paths inside the repository, from either version."""
+    found: list[Path] = []
+    for arg in options.models or (str(options.models_dir),):
+        path = Path(arg)
+        if not path.exists() and path.name == arg and not arg.endswith(SUFFIX):
+            path = Path(options.models_dir) / f"{arg}{SUFFIX}"
+        inside = _inside(path, root)
+        if (root / inside).is_dir() or (base.root / inside).is_dir():
+            listed = {p.name for folder in (root / inside, base.root / inside)
+                      if folder.is_dir() for p in list_models(folder)}
+            if not listed:
+                raise ModelError(f"{arg}: no model files (*{SUFFIX}) in this folder in "
+                                 f"either version")
+            found.extend(inside / name for name in listed)
+        elif (root / inside).is_file() or (base.root / inside).is_file():
+            found.append(inside)
+        else:
+            raise ModelError(f"{arg}: no such folder or model file in either version")
+    return sorted(dict.fromkeys(found), key=lambda p: (p.name, str(p)))
+
+
+def _inside(path: Path, root: Path) -> Path:
+    try:
+        return path.resolve().relative_to(root)
+    except ValueError:
+        raise ModelError(f"{path}: not inside the repository at {root}, so BASE has no "
+                         f"version of it") from None
+
+
+def _diff_model(options: DiffOptions, relative: Path, base: Version, head: Version,
+                scratch: Path, counter: str) -> ModelDiff:
+    name = relative.stem
+    runs: dict[str, subprocess.Popen[bytes]] = {}
+    heard: dict[str, str] = {}
+    requests: dict[str, SideRequest] = {}
+    for version in (base, head):
+        side = "base" if version is base else "head"
+        model_file = version.root / relative
+        if not model_file.is_file():
+            continue
+        folder = scratch / f"{name}-{side}"
+        folder.mkdir(exist_ok=True)
+        request = SideRequest(
+            model_file=str(model_file),
+            models_dir=str(version.place(Path(options.models_dir), head.root)
+                           if _under(Path(options.models_dir), head.root)
+                           else options.models_dir),
+            trace_dir=str(Path(options.trace_dir) / side), answer_file=str(folder / "answer.json"),
+            graph_file=str(folder / "graph.json"), graph_max_states=options.graph_max_states,
+            prove=options.prove,
+            cache_dir="" if options.cache_dir is None else str(options.cache_dir))
+        requests[side] = request
+    answers: dict[str, dict[str, Any] | None] = {"base": None, "head": None}
+    order = list(requests)
+    try:
+        while order or runs:
+            while order and len(runs) < max(1, options.jobs):
+                side = order.pop(0)
+                runs[side] = _start(requests[side],
+                                    base.import_path if side == "base" else "", heard, side)
+            time.sleep(_POLL_SECONDS)
+            for side, process in list(runs.items()):
+                if process.poll() is not None:
+                    answers[side] = _answer(requests[side], process, heard.get(side, ""))
+                    del runs[side]
+            if options.progress is not None and runs:
+                options.progress(f"diff {counter} {name}: " + " | ".join(
+                    f"{side}: {heard.get(side, 'starting')}" for side in runs))
+    finally:  # interrupted: no side outlives the command
+        for process in runs.values():
+            process.kill()
+            process.wait()
+    diff = ModelDiff(name, answers["base"], answers["head"])
+    compare_runs(diff)
+    if answers["base"] is not None and answers["head"] is not None:
+        _compare_behaviours(diff, options)
+    return diff
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root)
+
+
+def _start(request: SideRequest, import_path: str, heard: dict[str, str],
+           side: str) -> subprocess.Popen[bytes]:
+    """The side's child process, its stderr read line by line into `heard[side]`."""
+    process = subprocess.Popen([sys.executable, "-P", "-c", _LAUNCH,
+                                json.dumps(asdict(request)), import_path],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+
+    def listen() -> None:
+        assert process.stderr is not None
+        for raw in process.stderr:
+            line = raw.decode(errors="replace").strip()
+            if line:
+                heard[side] = line
+
+    threading.Thread(target=listen, daemon=True).start()
+    return process
+
+
+def _answer(request: SideRequest, process: subprocess.Popen[bytes],
+            last_words: str) -> dict[str, Any]:
+    """The side's answer, or a broken row saying how the child ended."""
+    answer_file = Path(request.answer_file)
+    if process.returncode == 0 and answer_file.is_file():
+        return json.loads(answer_file.read_text())
+    why = f"the run ended with status {process.returncode}" + (
+        f": {last_words}" if last_words else "")
+    return {"gate": {"broken": True, "surprises": [why], "got": None}, "graph": None,
+            "graph_note": why, "mutations_change_states": None}
+
+
+def _compare_behaviours(diff: ModelDiff, options: DiffOptions) -> None:
+    """The shortest behaviour each design allows and the other does not, written as
+    traces; or why they were not compared."""
+    assert diff.base is not None and diff.head is not None
+    if not diff.base["graph"] or not diff.head["graph"]:
+        why = diff.head["graph_note"] or diff.base["graph_note"] or "no state graph"
+        note = f"not compared: {why}"
+        diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=note)
+        return
+    old = json.loads(Path(diff.base["graph"]).read_text())
+    new = json.loads(Path(diff.head["graph"]).read_text())
+    shared = behaviours.shared_variables(new, old)
+    added = [v for v in new["vars"] if v not in shared]
+    removed = [v for v in old["vars"] if v not in shared]
+    if added or removed:
+        diff.variables_note = "compared over the shared variables only" + "".join(
+            f"; {word}: {', '.join(names)}" for word, names in
+            (("added", added), ("removed", removed)) if names)
+        diff.findings.append(Finding(INFO, diff.variables_note))
+    provenance = {"model": diff.name, "diff_base": options.base}
+    diff.new_behaviour = _direction(diff, new, old, shared, options, "base", "new",
+                                    provenance)
+    diff.lost_behaviour = _direction(diff, old, new, shared, options, "head", "lost",
+                                     provenance)
+    if diff.new_behaviour.trace_file:
+        diff.findings.append(Finding(
+            BEHAVIOURS, f"new behaviour: {diff.new_behaviour.steps} steps that base cannot "
+                        f"take ({diff.new_behaviour.trace_file})"))
+    if diff.lost_behaviour.trace_file:
+        diff.findings.append(Finding(
+            INFO, f"lost behaviour: {diff.lost_behaviour.steps} steps of base that head "
+                  f"cannot take ({diff.lost_behaviour.trace_file}; a trace of the base spec)"))
+    for direction in (diff.new_behaviour, diff.lost_behaviour):
+        if direction.note.startswith("undecided"):
+            diff.findings.append(Finding(INFO, f"behaviours {direction.note}"))
+
+
+def _direction(diff: ModelDiff, a: behaviours.Graph, b: behaviours.Graph, shared: list[str],
+               options: DiffOptions, other: str, word: str,
+               provenance: dict[str, Any]) -> BehaviourDiff:
+    found = behaviours.compare(a, b, shared, options.behaviour_budget)
+    if not found.decided:
+        return BehaviourDiff(note=f"undecided: {found.searched:,} pairs searched, the budget")
+    if found.difference is None:
+        return BehaviourDiff(note="none")
+    path = Path(options.trace_dir) / f"{diff.name}-{word}-behaviour.itf.json"
+    doc = behaviours.trace_document(a, found.difference, other, provenance)
+    try:
+        check_writable(path, "behaviour trace")
+        replace_text(path, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    except CheckerError as exc:
+        return BehaviourDiff(note=f"found, but not written: {exc}")
+    return BehaviourDiff(str(path), len(found.difference.path) - 1)

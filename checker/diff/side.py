@@ -1,0 +1,195 @@
+"""One model under one version, in a process of its own (`run._LAUNCH` starts it).
+
+Two versions of a spec package cannot be imported into one Python process, so `ctmc
+diff` runs each side here, with that version's spec packages first on the import path
+(`versions.Version.import_path`), ahead of ctmc's own. The run is the gate's
+(`checker.gate.run_model`: verdict, states, orbits, coverage, counterexample, proof)
+plus what only a comparison needs: whether a model's mutations still change any state,
+and the reachable state graph for the behaviour diff (`behaviours`), written as JSON.
+
+The request is one JSON argument; the answer is a JSON file (the spec may print on
+stdout); progress lines go to stderr, one per line, for the coordinator to show.
+With a cache folder, a side whose spec means the same (`machine_digest`), under the
+same checker and options, is answered from the cache (files copied back into place).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from checker.errors import CheckerError
+from checker.gate import GateReport, run_model, to_json
+from checker.graph import StateGraph, explore
+from checker.lang.digest import machine_digest
+from checker.lang.machine import Machine
+from checker.models import Model, build_machine, load_model
+from checker.outputs import replace_text
+from checker.traces.itf import to_itf_value, trace_to_itf
+from checker.traces.trace import Trace
+
+CHECKER_DIR = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class SideRequest:
+    """What one side runs: a model file of one version, and where its outputs go."""
+
+    model_file: str
+    models_dir: str
+    trace_dir: str
+    answer_file: str  # the SideAnswer as JSON
+    graph_file: str  # the state graph as JSON, when it fits
+    graph_max_states: int  # 0: no graph
+    prove: bool = False
+    workers: int = 1
+    cache_dir: str = ""
+
+
+def main(argv: list[str]) -> int:
+    request = SideRequest(**json.loads(argv[0]))
+    answer = answer_side(request, _progress)
+    replace_text(request.answer_file, json.dumps(answer, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+def _progress(line: str) -> None:
+    print(line.replace("\n", " "), file=sys.stderr, flush=True)
+
+
+def answer_side(request: SideRequest, progress: Any = None) -> dict[str, Any]:
+    """The side's answer (see the module docstring), from the cache when it has it."""
+    key = _cache_key(request)
+    cached = _from_cache(request, key)
+    if cached is not None:
+        return cached
+    result = run_model(Path(request.model_file), Path(request.models_dir),
+                       Path(request.trace_dir), progress=progress, workers=request.workers,
+                       prove=request.prove)
+    answer: dict[str, Any] = {"gate": to_json(GateReport([result]))["results"][0],
+                              "mutations_change_states": None,
+                              "graph": None, "graph_note": "", "cache": "miss" if key else ""}
+    if not result.broken:
+        try:
+            _explore(request, answer, progress)
+        except CheckerError as exc:
+            answer["graph_note"] = str(exc)
+        except Exception as exc:  # noqa: BLE001 - the verdicts still compare
+            answer["graph_note"] = f"the state graph failed: {type(exc).__name__}: {exc}"
+    if key and not result.broken:
+        _to_cache(request, key, answer)
+    return answer
+
+
+def _explore(request: SideRequest, answer: dict[str, Any], progress: Any) -> None:
+    """The state graph for the behaviour diff, and for a mutation model that holds,
+    whether its mutations change the reachable states at all."""
+    model = load_model(Path(request.model_file), Path(request.models_dir))
+    if request.graph_max_states <= 0:
+        answer["graph_note"] = "not asked for"
+        return
+    known = answer["gate"]["states"] or answer["gate"]["orbits"] or 0
+    if known > request.graph_max_states:
+        answer["graph_note"] = (f"{known:,} states, more than the behaviour diff's limit "
+                                f"of {request.graph_max_states:,}")
+        return
+    machine = build_machine(model)
+    graph = _graph(machine, model, request.graph_max_states, progress)
+    write_graph(machine, graph, Path(request.graph_file))
+    answer["graph"] = request.graph_file
+    if model.mutations and answer["gate"]["got"] == "holds":
+        plain = build_machine(replace(model, mutations=()))
+        unmutated = _graph(plain, model, request.graph_max_states, progress)
+        answer["mutations_change_states"] = _edges(graph) != _edges(unmutated)
+
+
+def _graph(machine: Machine, model: Model, max_states: int, progress: Any) -> StateGraph:
+    return explore(machine, max_states, model.engine["max_depth"] or None, progress)
+
+
+def _edges(graph: StateGraph) -> set[tuple[Any, ...]]:
+    states = [n.state for n in graph.nodes]
+    return {(states[e.src], states[e.dst]) for e in graph.edges} | {
+        (n.state,) for n in graph.nodes if n.initial}
+
+
+def write_graph(machine: Machine, graph: StateGraph, path: Path) -> None:
+    """The graph as JSON: each state's variables as ITF values, the initial states, each
+    transition with its action, and the #meta a trace of this spec carries."""
+    meta = trace_to_itf(Trace(machine, [graph.nodes[0].state], [None]))["#meta"]
+    doc = {
+        "#meta": meta,
+        "vars": [v.name for v in machine.vars],
+        "states": [to_itf_value(machine.decode(n.state)) for n in graph.nodes],
+        "initial": [i for i, n in enumerate(graph.nodes) if n.initial],
+        "edges": [[e.src, e.dst, e.action.name, e.action.params_json()] for e in graph.edges],
+    }
+    replace_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+# --- the cache -----------------------------------------------------------------------
+
+def _cache_key(request: SideRequest) -> str:
+    """What the answer depends on: the checker's code, the spec's meaning (at the check's
+    and the proof's sizes), the model file, and the options; "" without a cache."""
+    if not request.cache_dir:
+        return ""
+    try:
+        model = load_model(Path(request.model_file), Path(request.models_dir))
+        machine = build_machine(model)
+        proof = machine_digest(build_machine(model, proof=True)) if request.prove else ""
+    except Exception:  # noqa: BLE001 - the run itself says what is wrong
+        return ""
+    h = hashlib.sha256()
+    for source in sorted(CHECKER_DIR.rglob("*.py")):
+        h.update(str(source.relative_to(CHECKER_DIR)).encode() + b"\0" + source.read_bytes())
+    options = asdict(request)
+    for where in ("model_file", "models_dir", "trace_dir", "answer_file", "graph_file",
+                  "cache_dir", "workers"):
+        del options[where]
+    h.update(json.dumps([Path(request.model_file).read_bytes().decode(errors="replace"),
+                         machine_digest(machine), proof,
+                         repr(machine.scalarsets), options],
+                        sort_keys=True).encode())
+    return h.hexdigest()[:32]
+
+
+def _from_cache(request: SideRequest, key: str) -> dict[str, Any] | None:
+    entry = Path(request.cache_dir) / key if key else None
+    if entry is None or not (entry / "answer.json").is_file():
+        return None
+    answer = json.loads((entry / "answer.json").read_text())
+    answer["cache"] = "hit"
+    gate = answer["gate"]
+    if gate["trace_file"] and (entry / "trace.itf.json").is_file():
+        trace = Path(request.trace_dir) / Path(gate["trace_file"]).name
+        replace_text(trace, (entry / "trace.itf.json").read_text())
+        gate["trace_file"] = str(trace)
+    if answer["graph"] and (entry / "graph.json").is_file():
+        replace_text(request.graph_file, (entry / "graph.json").read_text())
+        answer["graph"] = request.graph_file
+    return answer
+
+
+def _to_cache(request: SideRequest, key: str, answer: dict[str, Any]) -> None:
+    """A new entry, made whole in a folder of its own and then renamed into place, so a
+    reader never sees half of one; when two sides with the same key race, one wins."""
+    cache = Path(request.cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    making = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
+    try:
+        if answer["gate"]["trace_file"]:
+            shutil.copyfile(answer["gate"]["trace_file"], making / "trace.itf.json")
+        if answer["graph"]:
+            shutil.copyfile(answer["graph"], making / "graph.json")
+        (making / "answer.json").write_text(json.dumps(answer, sort_keys=True) + "\n")
+        os.rename(making, cache / key)
+    except OSError:  # the other side's entry is in place, or the cache cannot take one
+        shutil.rmtree(making, ignore_errors=True)
