@@ -259,3 +259,27 @@ def test_which_findings_count_is_the_policy(base: dict, head: dict, fail_on: tup
     diff = ModelDiff("m", base, head)
     compare_runs(diff)
     assert [f.policy for f in diff.regressions(fail_on)] == regressions
+
+
+@pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+def test_the_ci_examples_run_commands_that_parse(name: str) -> None:
+    import shlex
+    import string
+
+    import click
+
+    import cli
+
+    lines = [line.split("ctmc ", 1)[1] for line in
+             (ROOT / "examples" / "ci" / name).read_text().splitlines()
+             if line.lstrip().startswith(("- run: ctmc ", "- ctmc "))]
+    values = {"MODELS": "models", "GITHUB_BASE_REF": "main",
+              "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main"}
+    commands = [shlex.split(string.Template(line).substitute(values)) for line in lines]
+    assert sorted(c[2] for c in commands) == ["diff", "gate"]
+    for args in commands:
+        assert args[0] == "--models-dir"  # the group's one option, then the command's
+        command = cli.main.get_command(click.Context(cli.main), args[2])
+        assert command is not None
+        with click.Context(command, info_name=args[2], obj=Path(args[1])) as ctx:
+            command.parse_args(ctx, args[3:])  # raises on an unknown option or bad value

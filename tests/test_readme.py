@@ -32,6 +32,9 @@ SKIPPED = [
     (r"--timeout 60", "runs for a minute on purpose"),
     (r"^ctmc prove tracker_small", "proves at 8 requests, about 20 s each "
                                    "(tests/test_z3_engines.py proves smaller ones)"),
+    (r"^ctmc diff (HEAD~3|origin/main)", "diffs every model, minutes, and needs history or a "
+                                         "remote (tests/test_diff.py diffs a throwaway "
+                                         "repository)"),
 ]
 
 
