@@ -21,6 +21,7 @@ import pytest
 
 from checker.diff import behaviours
 from checker.diff.compare import POLICIES, ModelDiff, compare_runs
+from checker.diff.run import SAME_MEANING
 from checker.traces.replay import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,8 +105,10 @@ def test_a_bug_is_a_regression_with_the_behaviour_it_allows(repo: dict) -> None:
     assert trace.violation["kind"] == "new behaviour"
     assert trace.actions[-1] is not None and trace.actions[-1].name == "commit"
     assert tpc["lost_behaviour"]["note"] == "none"  # the bug only adds behaviours
-    # the mutation model violated before and still does: not a regression
-    assert _model(report, "tpc_commit_on_any_prepared")["status"] != "regression"
+    # the mutation model means the same in both versions (its mutation already committed
+    # on any prepared RM): not searched for new behaviours, not a regression
+    caught = _model(report, "tpc_commit_on_any_prepared")
+    assert caught["status"] == "same" and caught["new_behaviour"]["note"] == SAME_MEANING
 
 
 def test_a_mutation_switch_gone_vacuous_is_no_longer_caught(repo: dict) -> None:
@@ -142,6 +145,7 @@ def test_the_ci_outputs(repo: dict, tmp_path: Path) -> None:
     assert "REGRESSION" in run.stdout and "1 with regressions" in run.stdout
     text = markdown.read_text()
     assert text.index("**regression** `tpc`") < text.index("<summary>1 unchanged</summary>")
+    assert "| `commit` | 1 -> 3 | 1 -> 0 |" in text  # coverage per action, before -> after
     cases = ET.parse(junit).getroot().findall(".//testcase")
     assert {c.get("name") for c in cases} == {"tpc", "tpc_commit_on_any_prepared"}
     failed = [c.get("name") for c in cases if c.find("failure") is not None]

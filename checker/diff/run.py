@@ -1,14 +1,17 @@
 """`ctmc diff`: run each model under BASE and under the files as they are, and compare.
 
 Models are matched by their path inside the repository. Each side runs in a child
-process of its own (`side`), up to `jobs` at once; the coordinator shows their
-progress, compares the two answers (`compare`), and, where both state graphs were
-written, looks for the shortest behaviour each design allows and the other does not
-(`behaviours`), written as ITF traces.
+process of its own (`side`), up to `jobs` at once, while the coordinator shows their
+progress. First both sides check the model; when the two specs mean different things
+(their digests differ) and both are small enough, both sides then write their state
+graphs, and the coordinator looks for the shortest behaviour each design allows and
+the other does not (`behaviours`), written as ITF traces. Then it compares the two
+answers (`compare`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -16,7 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +32,14 @@ from checker.diff.compare import (
     ModelDiff,
     compare_runs,
 )
-from checker.diff.side import SideRequest
+from checker.diff.side import CHECK, GRAPH, SideRequest
 from checker.diff.versions import Version, base_version, repository_root
 from checker.errors import CheckerError, ModelError
 from checker.models import SUFFIX, list_models
 from checker.outputs import check_writable, replace_text
 
 _POLL_SECONDS = 0.5
+SAME_MEANING = "same: the spec means the same in both versions"
 # A side's child process: ctmc's tree on the import path (as `import ctmc` puts it), then
 # the version's spec packages before it, so `spec` is that version's and `checker` ours.
 _LAUNCH = ("import os, sys, ctmc; "
@@ -126,56 +130,92 @@ def _inside(path: Path, root: Path) -> Path:
 
 def _diff_model(options: DiffOptions, relative: Path, base: Version, head: Version,
                 scratch: Path, counter: str) -> ModelDiff:
+    """Both sides' checks; then, when the two specs mean different things and both are
+    small enough, both sides' state graphs; then the comparison."""
     name = relative.stem
-    runs: dict[str, subprocess.Popen[bytes]] = {}
-    heard: dict[str, str] = {}
-    requests: dict[str, SideRequest] = {}
-    for version in (base, head):
-        side = "base" if version is base else "head"
+    checks: dict[str, SideRequest] = {}
+    for side, version in (("base", base), ("head", head)):
         model_file = version.root / relative
         if not model_file.is_file():
             continue
         folder = scratch / f"{name}-{side}"
         folder.mkdir(exist_ok=True)
-        request = SideRequest(
-            model_file=str(model_file),
-            models_dir=str(version.place(Path(options.models_dir), head.root)
-                           if _under(Path(options.models_dir), head.root)
-                           else options.models_dir),
-            trace_dir=str(Path(options.trace_dir) / side), answer_file=str(folder / "answer.json"),
-            graph_file=str(folder / "graph.json"), graph_max_states=options.graph_max_states,
-            prove=options.prove,
+        models_dir = Path(options.models_dir)
+        checks[side] = SideRequest(
+            mode=CHECK, model_file=str(model_file),
+            models_dir=str(version.place(models_dir, head.root)
+                           if models_dir.resolve().is_relative_to(head.root) else models_dir),
+            trace_dir=str(Path(options.trace_dir) / side),
+            answer_file=str(folder / "check.json"), graph_file=str(folder / "graph.json"),
+            graph_max_states=options.graph_max_states, prove=options.prove,
             cache_dir="" if options.cache_dir is None else str(options.cache_dir))
-        requests[side] = request
-    answers: dict[str, dict[str, Any] | None] = {"base": None, "head": None}
+    run = functools.partial(_run_sides, options=options, import_path=base.import_path,
+                            label=f"diff {counter} {name}")
+    answers = run(checks)
+    diff = ModelDiff(name, answers.get("base"), answers.get("head"))
+    why_not = _why_no_graphs(diff, options)
+    if why_not:
+        diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=why_not)
+    else:
+        graphs = run({side: replace(request, mode=GRAPH,
+                                    answer_file=str(Path(request.answer_file).parent
+                                                    / "graph-answer.json"))
+                      for side, request in checks.items()})
+        for side, graph in graphs.items():
+            answer = answers[side]
+            assert answer is not None
+            answer.update(graph)
+    compare_runs(diff)
+    if not why_not:
+        _compare_behaviours(diff, options)
+    return diff
+
+
+def _why_no_graphs(diff: ModelDiff, options: DiffOptions) -> str:
+    """Why the state graphs are not compared ("" when they are)."""
+    if diff.base is None or diff.head is None:
+        return "not compared: the model is in one version only"
+    if diff.base.get("broken") or diff.head.get("broken"):
+        return "not compared: the model does not run in both versions"
+    if diff.base["digest"] == diff.head["digest"]:
+        return SAME_MEANING
+    if options.graph_max_states <= 0:
+        return "not compared (--behaviour-states 0)"
+    known = max((row.get(key) or 0) for row in (diff.row("base"), diff.row("head"))
+                for key in ("states", "orbits"))
+    if known > options.graph_max_states:
+        return (f"not compared: {known:,} states, more than --behaviour-states "
+                f"{options.graph_max_states:,}")
+    return ""
+
+
+def _run_sides(requests: dict[str, SideRequest], options: DiffOptions, import_path: str,
+               label: str) -> dict[str, dict[str, Any]]:
+    """Each side's request in its child process, `options.jobs` at once, with their
+    progress shown; the answers by side."""
+    runs: dict[str, subprocess.Popen[bytes]] = {}
+    heard: dict[str, str] = {}
+    answers: dict[str, dict[str, Any]] = {}
     order = list(requests)
     try:
         while order or runs:
             while order and len(runs) < max(1, options.jobs):
                 side = order.pop(0)
-                runs[side] = _start(requests[side],
-                                    base.import_path if side == "base" else "", heard, side)
+                runs[side] = _start(requests[side], import_path if side == "base" else "",
+                                    heard, side)
             time.sleep(_POLL_SECONDS)
             for side, process in list(runs.items()):
                 if process.poll() is not None:
                     answers[side] = _answer(requests[side], process, heard.get(side, ""))
                     del runs[side]
             if options.progress is not None and runs:
-                options.progress(f"diff {counter} {name}: " + " | ".join(
+                options.progress(f"{label}: " + " | ".join(
                     f"{side}: {heard.get(side, 'starting')}" for side in runs))
     finally:  # interrupted: no side outlives the command
         for process in runs.values():
             process.kill()
             process.wait()
-    diff = ModelDiff(name, answers["base"], answers["head"])
-    compare_runs(diff)
-    if answers["base"] is not None and answers["head"] is not None:
-        _compare_behaviours(diff, options)
-    return diff
-
-
-def _under(path: Path, root: Path) -> bool:
-    return path.resolve().is_relative_to(root)
+    return answers
 
 
 def _start(request: SideRequest, import_path: str, heard: dict[str, str],
@@ -205,8 +245,10 @@ def _answer(request: SideRequest, process: subprocess.Popen[bytes],
         return json.loads(answer_file.read_text())
     why = f"the run ended with status {process.returncode}" + (
         f": {last_words}" if last_words else "")
-    return {"gate": {"broken": True, "surprises": [why], "got": None}, "graph": None,
-            "graph_note": why, "mutations_change_states": None}
+    if request.mode == GRAPH:
+        return {"graph": None, "graph_note": why, "mutations_change_states": None}
+    return {"gate": {"broken": True, "surprises": [why], "got": None}, "digest": "",
+            "broken": True}
 
 
 def _compare_behaviours(diff: ModelDiff, options: DiffOptions) -> None:

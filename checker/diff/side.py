@@ -4,8 +4,10 @@ Two versions of a spec package cannot be imported into one Python process, so `c
 diff` runs each side here, with that version's spec packages first on the import path
 (`versions.Version.import_path`), ahead of ctmc's own. The run is the gate's
 (`checker.gate.run_model`: verdict, states, orbits, coverage, counterexample, proof)
-plus what only a comparison needs: whether a model's mutations still change any state,
-and the reachable state graph for the behaviour diff (`behaviours`), written as JSON.
+and the digest of what the spec means (`CHECK`). Only when the two versions' digests
+differ is a side asked for what the behaviour diff needs (`GRAPH`): the reachable state
+graph (`behaviours`), written as JSON, and whether the model's mutations still change
+any state or step.
 
 The request is one JSON argument; the answer is a JSON file (the spec may print on
 stdout); progress lines go to stderr, one per line, for the coordinator to show.
@@ -38,16 +40,20 @@ from checker.traces.trace import Trace
 CHECKER_DIR = Path(__file__).resolve().parent.parent
 
 
+CHECK, GRAPH = "check", "graph"  # what a side is asked: the gate's run, or the state graph
+
+
 @dataclass(frozen=True)
 class SideRequest:
     """What one side runs: a model file of one version, and where its outputs go."""
 
+    mode: str  # CHECK or GRAPH
     model_file: str
     models_dir: str
     trace_dir: str
-    answer_file: str  # the SideAnswer as JSON
-    graph_file: str  # the state graph as JSON, when it fits
-    graph_max_states: int  # 0: no graph
+    answer_file: str  # the answer as JSON
+    graph_file: str  # GRAPH: the state graph as JSON
+    graph_max_states: int  # GRAPH: refuse a model with more states
     prove: bool = False
     workers: int = 1
     cache_dir: str = ""
@@ -70,44 +76,47 @@ def answer_side(request: SideRequest, progress: Any = None) -> dict[str, Any]:
     cached = _from_cache(request, key)
     if cached is not None:
         return cached
-    result = run_model(Path(request.model_file), Path(request.models_dir),
-                       Path(request.trace_dir), progress=progress, workers=request.workers,
-                       prove=request.prove)
-    answer: dict[str, Any] = {"gate": to_json(GateReport([result]))["results"][0],
-                              "mutations_change_states": None,
-                              "graph": None, "graph_note": "", "cache": "miss" if key else ""}
-    if not result.broken:
-        try:
-            _explore(request, answer, progress)
-        except CheckerError as exc:
-            answer["graph_note"] = str(exc)
-        except Exception as exc:  # noqa: BLE001 - the verdicts still compare
-            answer["graph_note"] = f"the state graph failed: {type(exc).__name__}: {exc}"
-    if key and not result.broken:
+    answer = _check(request, progress) if request.mode == CHECK else _explore(request,
+                                                                              progress)
+    answer["cache"] = "miss" if key else ""
+    if key and not answer.get("broken"):
         _to_cache(request, key, answer)
     return answer
 
 
-def _explore(request: SideRequest, answer: dict[str, Any], progress: Any) -> None:
-    """The state graph for the behaviour diff, and for a mutation model that holds,
-    whether its mutations change the reachable states at all."""
-    model = load_model(Path(request.model_file), Path(request.models_dir))
-    if request.graph_max_states <= 0:
-        answer["graph_note"] = "not asked for"
-        return
-    known = answer["gate"]["states"] or answer["gate"]["orbits"] or 0
-    if known > request.graph_max_states:
-        answer["graph_note"] = (f"{known:,} states, more than the behaviour diff's limit "
-                                f"of {request.graph_max_states:,}")
-        return
-    machine = build_machine(model)
-    graph = _graph(machine, model, request.graph_max_states, progress)
-    write_graph(machine, graph, Path(request.graph_file))
-    answer["graph"] = request.graph_file
-    if model.mutations and answer["gate"]["got"] == "holds":
-        plain = build_machine(replace(model, mutations=()))
-        unmutated = _graph(plain, model, request.graph_max_states, progress)
-        answer["mutations_change_states"] = _edges(graph) != _edges(unmutated)
+def _check(request: SideRequest, progress: Any) -> dict[str, Any]:
+    """The gate's run of the model, and the digest of what its spec means (equal digests:
+    equal behaviours, so the state graphs need not be compared)."""
+    result = run_model(Path(request.model_file), Path(request.models_dir),
+                       Path(request.trace_dir), progress=progress, workers=request.workers,
+                       prove=request.prove)
+    digest = ""
+    if not result.broken:
+        digest = machine_digest(build_machine(load_model(Path(request.model_file),
+                                                         Path(request.models_dir))))
+    return {"gate": to_json(GateReport([result]))["results"][0], "digest": digest,
+            "broken": result.broken}
+
+
+def _explore(request: SideRequest, progress: Any) -> dict[str, Any]:
+    """The state graph for the behaviour diff and, for a model with mutations, whether
+    they change the reachable states and steps at all; or why there is none."""
+    answer: dict[str, Any] = {"graph": None, "graph_note": "", "mutations_change_states": None}
+    try:
+        model = load_model(Path(request.model_file), Path(request.models_dir))
+        machine = build_machine(model)
+        graph = _graph(machine, model, request.graph_max_states, progress)
+        write_graph(machine, graph, Path(request.graph_file))
+        answer["graph"] = request.graph_file
+        if model.mutations:
+            plain = build_machine(replace(model, mutations=()))
+            unmutated = _graph(plain, model, request.graph_max_states, progress)
+            answer["mutations_change_states"] = _edges(graph) != _edges(unmutated)
+    except CheckerError as exc:
+        answer["graph_note"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - the verdicts still compare
+        answer["graph_note"] = f"the state graph failed: {type(exc).__name__}: {exc}"
+    return answer
 
 
 def _graph(machine: Machine, model: Model, max_states: int, progress: Any) -> StateGraph:
@@ -152,7 +161,8 @@ def _cache_key(request: SideRequest) -> str:
         h.update(str(source.relative_to(CHECKER_DIR)).encode() + b"\0" + source.read_bytes())
     options = asdict(request)
     for where in ("model_file", "models_dir", "trace_dir", "answer_file", "graph_file",
-                  "cache_dir", "workers"):
+                  "cache_dir", "workers") + (("graph_max_states",) if request.mode == CHECK
+                                             else ("prove",)):
         del options[where]
     h.update(json.dumps([Path(request.model_file).read_bytes().decode(errors="replace"),
                          machine_digest(machine), proof,
@@ -167,12 +177,12 @@ def _from_cache(request: SideRequest, key: str) -> dict[str, Any] | None:
         return None
     answer = json.loads((entry / "answer.json").read_text())
     answer["cache"] = "hit"
-    gate = answer["gate"]
+    gate = answer.get("gate") or {"trace_file": None}
     if gate["trace_file"] and (entry / "trace.itf.json").is_file():
         trace = Path(request.trace_dir) / Path(gate["trace_file"]).name
         replace_text(trace, (entry / "trace.itf.json").read_text())
         gate["trace_file"] = str(trace)
-    if answer["graph"] and (entry / "graph.json").is_file():
+    if answer.get("graph") and (entry / "graph.json").is_file():
         replace_text(request.graph_file, (entry / "graph.json").read_text())
         answer["graph"] = request.graph_file
     return answer
@@ -185,9 +195,9 @@ def _to_cache(request: SideRequest, key: str, answer: dict[str, Any]) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     making = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
     try:
-        if answer["gate"]["trace_file"]:
+        if (answer.get("gate") or {}).get("trace_file"):
             shutil.copyfile(answer["gate"]["trace_file"], making / "trace.itf.json")
-        if answer["graph"]:
+        if answer.get("graph"):
             shutil.copyfile(answer["graph"], making / "graph.json")
         (making / "answer.json").write_text(json.dumps(answer, sort_keys=True) + "\n")
         os.rename(making, cache / key)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from checker.diff.compare import ModelDiff
-from checker.diff.run import DiffReport
+from checker.diff.run import SAME_MEANING, DiffReport
 from checker.outputs import MARK, replace_text
 from checker.reporting.cells import add_row
 
@@ -52,17 +52,30 @@ def _pair(model: ModelDiff, key: str) -> str:
 
 
 def _behaviour(model: ModelDiff) -> str:
-    parts = []
-    for word, found in (("new", model.new_behaviour), ("lost", model.lost_behaviour)):
-        if found is None:
-            continue
-        if found.trace_file:
-            parts.append(f"{word}: {found.steps} steps")
-        elif found.note != "none":
-            parts.append(f"{word}: {found.note}")
-    if not parts and model.new_behaviour is not None:
-        return "same"
-    return "; ".join(dict.fromkeys(parts)) or "-"
+    """`same`, why the behaviours were not compared, or each direction's finding."""
+    new, lost = model.new_behaviour, model.lost_behaviour
+    if new is None or lost is None:
+        return "-"
+    if not new.trace_file and not lost.trace_file and new.note == lost.note:
+        return "same" if new.note in ("none", SAME_MEANING) else new.note
+    return "; ".join(f"{word}: {found.steps} steps" if found.trace_file
+                     else f"{word}: {found.note}" for word, found in (("new", new),
+                                                                      ("lost", lost)))
+
+
+def coverage_changes(model: ModelDiff) -> list[tuple[str, str, str]]:
+    """(action, enabled, new states) for each action whose counts differ, `was -> now`."""
+    was, now = model.row("base").get("coverage") or {}, model.row("head").get("coverage") or {}
+
+    def cell(before: list[int] | None, after: list[int] | None, k: int) -> str:
+        old = "-" if before is None else f"{before[k]:,}"
+        new = "-" if after is None else f"{after[k]:,}"
+        return new if old == new else f"{old} -> {new}"
+
+    return [(action, cell(was.get(action), now.get(action), 0),
+             cell(was.get(action), now.get(action), 1))
+            for action in [*was, *(a for a in now if a not in was)]
+            if was.get(action) != now.get(action)]
 
 
 def _findings(model: ModelDiff, fail_on: tuple[str, ...]) -> list[str]:
@@ -117,6 +130,14 @@ def to_markdown(report: DiffReport, fail_on: tuple[str, ...]) -> str:
                      "<br>".join(_findings(m, fail_on))]
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
         lines.append("")
+    for m in changed:
+        rows = coverage_changes(m)
+        if rows:
+            lines += [f"<details><summary><code>{m.name}</code>: coverage per action, base "
+                      f"-> head</summary>", "", "| action | enabled | new states |",
+                      "|---|---|---|"]
+            lines += [f"| `{action}` | {enabled} | {found} |" for action, enabled, found in rows]
+            lines += ["", "</details>", ""]
     same = [m for m in report.models if not m.changed]
     if same:
         lines += [f"<details><summary>{len(same)} unchanged</summary>", ""]
