@@ -776,7 +776,7 @@ def _parse_policies(ctx: click.Context, param: click.Parameter,
 @click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
               default=TRACE_DIR / "diff", show_default=True,
               help="Where counterexamples (in base/ and head/) and behaviour traces go.")
-@click.option("--behaviour-states", type=click.IntRange(min=0), default=20_000,
+@click.option("--behaviour-states", type=click.IntRange(min=0), default=100_000,
               show_default=True, metavar="N",
               help="Compare behaviours of models with at most N reachable states (0: never).")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),

@@ -22,6 +22,8 @@ import pytest
 from checker.diff import behaviours
 from checker.diff.compare import POLICIES, ModelDiff, compare_runs
 from checker.diff.run import SAME_MEANING
+from checker.diff.walk import walk
+from checker.errors import CheckerError
 from checker.traces.replay import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -195,22 +197,71 @@ def test_a_model_in_one_version_and_a_spec_that_fails_to_import(repo: dict,
     assert broken[0]["policy"] == "broken" and "half-edited" in broken[0]["text"]
 
 
+def _graph(names: list[str], states: list[dict], initial: list[int],
+           edges: list[tuple[int, int, str]]) -> dict:
+    """A graph document as `side.write_graph` writes it, from readable parts."""
+    values: dict[str, list] = {v: [] for v in names}
+    rows = []
+    for state in states:
+        for v in names:
+            if state[v] not in values[v]:
+                values[v].append(state[v])
+        rows.append([values[v].index(state[v]) for v in names])
+    actions = sorted({name for _, _, name in edges})
+    return {"vars": names, "values": values, "states": rows, "initial": initial,
+            "actions": [[a, {}] for a in actions],
+            "edges": [[src, dst, actions.index(name)] for src, dst, name in edges]}
+
+
 def test_behaviours_are_compared_up_to_stuttering() -> None:
     """Hand-made graphs: B adds a variable `y` and a step that only changes it; over `x`,
     B's behaviours are A's, and A's are B's, until B takes a step A cannot."""
-    a = {"vars": ["x"], "states": [{"x": 0}, {"x": 1}], "initial": [0],
-         "edges": [[0, 1, "inc", {}]]}
-    b = {"vars": ["x", "y"], "states": [{"x": 0, "y": 0}, {"x": 0, "y": 1},
-                                         {"x": 1, "y": 1}, {"x": 2, "y": 1}],
-         "initial": [0], "edges": [[0, 1, "tick", {}], [1, 2, "inc", {}],
-                                   [2, 3, "inc", {}]]}
+    a = _graph(["x"], [{"x": 0}, {"x": 1}], [0], [(0, 1, "inc")])
+    b = _graph(["x", "y"], [{"x": 0, "y": 0}, {"x": 0, "y": 1}, {"x": 1, "y": 1},
+                            {"x": 2, "y": 1}], [0],
+               [(0, 1, "tick"), (1, 2, "inc"), (2, 3, "inc")])
     shared = behaviours.shared_variables(b, a)
     assert shared == ["x"]
     assert behaviours.compare(a, b, shared, 100).difference is None
     found = behaviours.compare(b, a, shared, 100)
     assert found.decided and found.difference is not None
     assert found.difference.path == [0, 1, 2, 3] and found.difference.edges[-1] == 2
+    assert found.difference.changed == ["x"]
+    doc = behaviours.trace_document(b | {"#meta": {}}, found.difference, "base", {})
+    assert [s["x"] for s in doc["states"]] == [0, 0, 1, 2]
+    assert [s["#meta"]["action"] for s in doc["states"]] == [None, "tick", "inc", "inc"]
     assert not behaviours.compare(b, a, shared, 1).decided  # the budget: never "none"
+    # a state A starts in that B has no initial state for: a behaviour of length 0
+    c = _graph(["x"], [{"x": 5}], [0], [])
+    assert behaviours.compare(c, a, ["x"], 100).difference == behaviours.Difference([0],
+                                                                                   [None], [])
+
+
+@pytest.mark.parametrize("model", ["tpc", "tpc_commit_on_any_prepared", "tracker_small",
+                                   "v1_tiny", "log_driven_tiny_split", "constrained"])
+def test_the_batch_walk_is_the_scalar_walk(model: str) -> None:
+    """The diff's state graph (NumPy levels) equals `ctmc graph`'s (the scalar
+    interpreter, a state at a time): the same nodes in the same order, the same edges."""
+    from checker.graph import explore
+    from checker.models import build_machine, load_model
+    from tests.specs.constrained import CONSTRAINED
+
+    if model == "constrained":
+        machine = CONSTRAINED.instantiate({"n": 4})
+    else:
+        machine = build_machine(load_model(model, EXAMPLE if model.startswith("tpc")
+                                           else ROOT / "models"))
+    fast = walk(machine, 10_000)
+    slow = explore(machine, 10_000)
+    assert fast.states == [n.state for n in slow.nodes]
+    assert fast.initial == sum(n.initial for n in slow.nodes)
+    assert fast.edges == [(e.src, e.dst, e.action.id) for e in slow.edges]
+    for depth in (0, 3):  # a depth bound stops both at the same level
+        bounded, scalar = walk(machine, 10_000, depth), explore(machine, 10_000, depth)
+        assert bounded.states == [n.state for n in scalar.nodes]
+        assert bounded.edges == [(e.src, e.dst, e.action.id) for e in scalar.edges]
+    with pytest.raises(CheckerError, match="more than 3 reachable states"):
+        walk(machine, 3)
 
 
 def test_a_folder_base_brings_its_own_spec_package(tmp_path: Path) -> None:

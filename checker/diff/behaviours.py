@@ -107,12 +107,20 @@ def compare(a: Graph, b: Graph, shared: list[str], budget: int) -> Comparison:
     return Comparison(None, len(parent), True)
 
 
-def _keys(graph: Graph, shared: list[str]) -> list[str]:
-    """Each state's values of the shared variables, as one comparable string."""
+def _keys(graph: Graph, shared: list[str]) -> list[tuple[str, ...]]:
+    """Each state's values of the shared variables, comparable across the two graphs
+    (each distinct value is written out once)."""
     where = [graph["vars"].index(v) for v in shared]
-    names = [graph["vars"][i] for i in where]
-    return [json.dumps([state[name] for name in names], sort_keys=True)
-            for state in graph["states"]]
+    texts = [[json.dumps(value, sort_keys=True) for value in graph["values"][v]]
+             for v in shared]
+    return [tuple(text[row[j]] for text, j in zip(texts, where, strict=True))
+            for row in graph["states"]]
+
+
+def state_values(graph: Graph, node: int) -> dict[str, Any]:
+    """Node `node`'s variables and their (ITF) values."""
+    row = graph["states"][node]
+    return {v: graph["values"][v][row[j]] for j, v in enumerate(graph["vars"])}
 
 
 def _path(parent: dict, here: tuple[int, frozenset[int]]) -> tuple[list[int], list[int | None]]:
@@ -129,7 +137,8 @@ def _path(parent: dict, here: tuple[int, frozenset[int]]) -> tuple[list[int], li
 
 def _changed(graph: Graph, shared: list[str], src: int, dst: int) -> list[str]:
     before, after = graph["states"][src], graph["states"][dst]
-    return [v for v in shared if before[v] != after[v]]
+    return [v for v in shared
+            if before[graph["vars"].index(v)] != after[graph["vars"].index(v)]]
 
 
 def trace_document(graph: Graph, difference: Difference, other: str,
@@ -138,9 +147,9 @@ def trace_document(graph: Graph, difference: Difference, other: str,
     is the one `other` cannot take, marked as the trace's violation."""
     states = []
     for i, (node, edge) in enumerate(zip(difference.path, difference.edges, strict=True)):
-        action, params = (None, {}) if edge is None else graph["edges"][edge][2:4]
+        action, params = (None, {}) if edge is None else graph["actions"][graph["edges"][edge][2]]
         states.append({"#meta": {"index": i, "action": action, "params": params},
-                       **graph["states"][node]})
+                       **state_values(graph, node)})
     step = len(states) - 1
     if step == 0:
         message = f"{other} has no initial state with these values of the shared variables"

@@ -55,8 +55,8 @@ class DiffOptions:
     trace_dir: Path
     prove: bool = False
     jobs: int = 1  # side processes at once
-    graph_max_states: int = 20_000  # 0: no behaviour diff
-    behaviour_budget: int = 200_000  # (state, set) pairs per direction
+    graph_max_states: int = 100_000  # 0: no behaviour diff
+    behaviour_budget: int = 1_000_000  # (state, set) pairs per direction
     cache_dir: Path | None = None
     progress: Callable[[str], None] | None = None
 

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from checker.diff.walk import Walk, walk
 from checker.errors import CheckerError
 from checker.gate import GateReport, run_model, to_json
-from checker.graph import StateGraph, explore
 from checker.lang.digest import machine_digest
 from checker.lang.machine import Machine
 from checker.models import Model, build_machine, load_model
@@ -119,26 +119,43 @@ def _explore(request: SideRequest, progress: Any) -> dict[str, Any]:
     return answer
 
 
-def _graph(machine: Machine, model: Model, max_states: int, progress: Any) -> StateGraph:
-    return explore(machine, max_states, model.engine["max_depth"] or None, progress)
+def _graph(machine: Machine, model: Model, max_states: int, progress: Any) -> Walk:
+    return walk(machine, max_states, model.engine["max_depth"] or None, progress)
 
 
-def _edges(graph: StateGraph) -> set[tuple[Any, ...]]:
-    states = [n.state for n in graph.nodes]
-    return {(states[e.src], states[e.dst]) for e in graph.edges} | {
-        (n.state,) for n in graph.nodes if n.initial}
+def _edges(graph: Walk) -> set[tuple[Any, ...]]:
+    """The graph as a set of steps between states, and its initial states."""
+    states = graph.states
+    return {(states[src], states[dst]) for src, dst, _ in graph.edges} | {
+        (states[i],) for i in range(graph.initial)}
 
 
-def write_graph(machine: Machine, graph: StateGraph, path: Path) -> None:
-    """The graph as JSON: each state's variables as ITF values, the initial states, each
-    transition with its action, and the #meta a trace of this spec carries."""
-    meta = trace_to_itf(Trace(machine, [graph.nodes[0].state], [None]))["#meta"]
+def write_graph(machine: Machine, graph: Walk, path: Path) -> None:
+    """The graph as JSON (the format `behaviours` reads): per variable, the table of the
+    ITF values it takes; per state, an index into each table; the initial states; the
+    action instances; each transition as (src, dst, action); and the #meta a trace of
+    this spec carries."""
+    tables: list[dict[tuple[int, ...], int]] = [{} for _ in machine.vars]
+    values: dict[str, list[Any]] = {v.name: [] for v in machine.vars}
+    rows = []
+    for state in graph.states:
+        row = []
+        for table, var in zip(tables, machine.vars, strict=True):
+            slots = state[var.first:var.first + var.count]
+            at = table.get(slots)
+            if at is None:
+                at = table[slots] = len(table)
+                values[var.name].append(to_itf_value(var.type.to_python(list(slots))))
+            row.append(at)
+        rows.append(row)
     doc = {
-        "#meta": meta,
+        "#meta": trace_to_itf(Trace(machine, [graph.states[0]], [None]))["#meta"],
         "vars": [v.name for v in machine.vars],
-        "states": [to_itf_value(machine.decode(n.state)) for n in graph.nodes],
-        "initial": [i for i, n in enumerate(graph.nodes) if n.initial],
-        "edges": [[e.src, e.dst, e.action.name, e.action.params_json()] for e in graph.edges],
+        "values": values,
+        "states": rows,
+        "initial": list(range(graph.initial)),
+        "actions": [[a.name, a.params_json()] for a in machine.actions],
+        "edges": graph.edges,
     }
     replace_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
