@@ -113,7 +113,7 @@ def _explore(request: SideRequest, progress: Any) -> dict[str, Any]:
             unmutated = _graph(plain, model, request.graph_max_states, progress)
             answer["mutations_change_states"] = _edges(graph) != _edges(unmutated)
     except CheckerError as exc:
-        answer["graph_note"] = str(exc)
+        answer["graph_note"] = f"{exc} (--behaviour-states {request.graph_max_states:,})"
     except Exception as exc:  # noqa: BLE001 - the verdicts still compare
         answer["graph_note"] = f"the state graph failed: {type(exc).__name__}: {exc}"
     return answer

@@ -55,9 +55,7 @@ def walk(machine: Machine, max_states: int, max_depth: int | None = None,
 
     def add(key: tuple[int, ...]) -> int:
         if len(packed) == max_states:
-            raise CheckerError(f"the model has more than {max_states:,} reachable states "
-                               f"(--max-states {max_states:,}); raise --max-states or "
-                               f"shrink the model")
+            raise CheckerError(f"the model has more than {max_states:,} reachable states")
         index[key] = len(packed)
         packed.append(key)
         return len(packed) - 1
