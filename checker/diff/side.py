@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from checker.diff.walk import Walk, walk
+from checker.diff.walk import TooManyStates, Walk, walk
 from checker.errors import CheckerError
 from checker.gate import GateReport, run_model, to_json
 from checker.lang.digest import machine_digest
@@ -112,8 +112,10 @@ def _explore(request: SideRequest, progress: Any) -> dict[str, Any]:
             plain = build_machine(replace(model, mutations=()))
             unmutated = _graph(plain, model, request.graph_max_states, progress)
             answer["mutations_change_states"] = _edges(graph) != _edges(unmutated)
-    except CheckerError as exc:
+    except TooManyStates as exc:
         answer["graph_note"] = f"{exc} (--behaviour-states {request.graph_max_states:,})"
+    except CheckerError as exc:
+        answer["graph_note"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - the verdicts still compare
         answer["graph_note"] = f"the state graph failed: {type(exc).__name__}: {exc}"
     return answer

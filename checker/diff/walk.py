@@ -26,6 +26,10 @@ from checker.progress import Progress, Ticker
 _BATCH = 1 << 16  # parents expanded at once
 
 
+class TooManyStates(CheckerError):
+    """The model has more reachable states than the walk may store."""
+
+
 @dataclass(frozen=True)
 class Walk:
     """States in BFS order (`states[i]` is node i's slot values), the initial ones first,
@@ -55,7 +59,7 @@ def walk(machine: Machine, max_states: int, max_depth: int | None = None,
 
     def add(key: tuple[int, ...]) -> int:
         if len(packed) == max_states:
-            raise CheckerError(f"the model has more than {max_states:,} reachable states")
+            raise TooManyStates(f"the model has more than {max_states:,} reachable states")
         index[key] = len(packed)
         packed.append(key)
         return len(packed) - 1
