@@ -120,8 +120,18 @@ def test_a_mutation_switch_gone_vacuous_is_no_longer_caught(repo: dict) -> None:
     texts = [f["text"] for f in caught["findings"]]
     assert any(t.startswith("no longer caught") for t in texts), texts
     assert any("vacuous" in t for t in texts), texts
-    assert caught["lost_behaviour"]["trace_file"]  # the wrong design's behaviour is gone
     assert _model(report, "tpc")["status"] == "same"
+    # the wrong design's behaviour is gone; its trace, and the base's counterexample, are
+    # traces of the base spec that a checkout of BASE shows
+    lost = Path(caught["lost_behaviour"]["trace_file"]).name
+    path = repo["path"]
+    assert isinstance(path, Path)
+    git(path, "checkout", "-q", str(repo["good"]))
+    for trace in (path.parent / "out" / lost,
+                  path.parent / "out" / "base" / "tpc_commit_on_any_prepared-Consistent-bfs"
+                                                 ".itf.json"):
+        shown = ctmc("trace", "show", str(trace), cwd=path)
+        assert shown.returncode == 0, shown.stderr
 
 
 def test_renaming_changes_no_behaviour_and_is_no_regression(repo: dict) -> None:

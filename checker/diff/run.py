@@ -148,7 +148,7 @@ def _diff_model(options: DiffOptions, relative: Path, base: Version, head: Versi
             trace_dir=str(Path(options.trace_dir) / side),
             answer_file=str(folder / "check.json"), graph_file=str(folder / "graph.json"),
             graph_max_states=options.graph_max_states, prove=options.prove,
-            cache_dir="" if options.cache_dir is None else str(options.cache_dir))
+            cache_dir=str(options.cache_dir or scratch / "cache"))
     run = functools.partial(_run_sides, options=options, import_path=base.import_path,
                             label=f"diff {counter} {name}")
     answers = run(checks)
@@ -165,9 +165,14 @@ def _diff_model(options: DiffOptions, relative: Path, base: Version, head: Versi
             answer = answers[side]
             assert answer is not None
             answer.update(graph)
+    trace = diff.row("base").get("trace_file")
+    if trace:  # BASE's counterexample, to be read from a checkout of BASE
+        doc = json.loads(Path(trace).read_text())
+        base.rehome(doc["#meta"], head.root)
+        replace_text(trace, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     compare_runs(diff)
     if not why_not:
-        _compare_behaviours(diff, options)
+        _compare_behaviours(diff, options, base, head.root)
     return diff
 
 
@@ -251,7 +256,8 @@ def _answer(request: SideRequest, process: subprocess.Popen[bytes],
             "broken": True}
 
 
-def _compare_behaviours(diff: ModelDiff, options: DiffOptions) -> None:
+def _compare_behaviours(diff: ModelDiff, options: DiffOptions, base: Version,
+                        head_root: Path) -> None:
     """The shortest behaviour each design allows and the other does not, written as
     traces; or why they were not compared."""
     assert diff.base is not None and diff.head is not None
@@ -261,6 +267,7 @@ def _compare_behaviours(diff: ModelDiff, options: DiffOptions) -> None:
         diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=note)
         return
     old = json.loads(Path(diff.base["graph"]).read_text())
+    base.rehome(old["#meta"], head_root)
     new = json.loads(Path(diff.head["graph"]).read_text())
     shared = behaviours.shared_variables(new, old)
     added = [v for v in new["vars"] if v not in shared]

@@ -17,16 +17,13 @@ same checker and options, is answered from the cache (files copied back into pla
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 import sys
-import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from checker.diff import cache
 from checker.diff.walk import TooManyStates, Walk, walk
 from checker.errors import CheckerError
 from checker.gate import GateReport, run_model, to_json
@@ -71,16 +68,26 @@ def _progress(line: str) -> None:
 
 
 def answer_side(request: SideRequest, progress: Any = None) -> dict[str, Any]:
-    """The side's answer (see the module docstring), from the cache when it has it."""
-    key = _cache_key(request)
-    cached = _from_cache(request, key)
-    if cached is not None:
-        return cached
-    answer = _check(request, progress) if request.mode == CHECK else _explore(request,
-                                                                              progress)
-    answer["cache"] = "miss" if key else ""
-    if key and not answer.get("broken"):
-        _to_cache(request, key, answer)
+    """The side's answer (see the module docstring), from the cache when it has it; a
+    side whose twin (the same key) is running waits for its answer instead of searching
+    the same states again."""
+    def work() -> dict[str, Any]:
+        return _check(request, progress) if request.mode == CHECK else _explore(request,
+                                                                                progress)
+
+    ignored = ("model_file", "models_dir", "trace_dir", "answer_file", "graph_file",
+               "cache_dir", "workers") + (("graph_max_states",) if request.mode == CHECK
+                                          else ("prove",))
+    entry = cache.Entry.of(request, CHECKER_DIR, ignored) if request.cache_dir else None
+    if entry is None:
+        return work() | {"cache": ""}
+    with entry.claimed(progress):
+        found = entry.read(request)
+        if found is not None:
+            return found | {"cache": "hit"}
+        answer = work() | {"cache": "miss"}
+        if not answer.get("broken"):
+            entry.write(answer)
     return answer
 
 
@@ -160,65 +167,3 @@ def write_graph(machine: Machine, graph: Walk, path: Path) -> None:
         "edges": graph.edges,
     }
     replace_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
-
-
-# --- the cache -----------------------------------------------------------------------
-
-def _cache_key(request: SideRequest) -> str:
-    """What the answer depends on: the checker's code, the spec's meaning (at the check's
-    and the proof's sizes), the model file, and the options; "" without a cache."""
-    if not request.cache_dir:
-        return ""
-    try:
-        model = load_model(Path(request.model_file), Path(request.models_dir))
-        machine = build_machine(model)
-        proof = machine_digest(build_machine(model, proof=True)) if request.prove else ""
-    except Exception:  # noqa: BLE001 - the run itself says what is wrong
-        return ""
-    h = hashlib.sha256()
-    for source in sorted(CHECKER_DIR.rglob("*.py")):
-        h.update(str(source.relative_to(CHECKER_DIR)).encode() + b"\0" + source.read_bytes())
-    options = asdict(request)
-    for where in ("model_file", "models_dir", "trace_dir", "answer_file", "graph_file",
-                  "cache_dir", "workers") + (("graph_max_states",) if request.mode == CHECK
-                                             else ("prove",)):
-        del options[where]
-    h.update(json.dumps([Path(request.model_file).read_bytes().decode(errors="replace"),
-                         machine_digest(machine), proof,
-                         repr(machine.scalarsets), options],
-                        sort_keys=True).encode())
-    return h.hexdigest()[:32]
-
-
-def _from_cache(request: SideRequest, key: str) -> dict[str, Any] | None:
-    entry = Path(request.cache_dir) / key if key else None
-    if entry is None or not (entry / "answer.json").is_file():
-        return None
-    answer = json.loads((entry / "answer.json").read_text())
-    answer["cache"] = "hit"
-    gate = answer.get("gate") or {"trace_file": None}
-    if gate["trace_file"] and (entry / "trace.itf.json").is_file():
-        trace = Path(request.trace_dir) / Path(gate["trace_file"]).name
-        replace_text(trace, (entry / "trace.itf.json").read_text())
-        gate["trace_file"] = str(trace)
-    if answer.get("graph") and (entry / "graph.json").is_file():
-        replace_text(request.graph_file, (entry / "graph.json").read_text())
-        answer["graph"] = request.graph_file
-    return answer
-
-
-def _to_cache(request: SideRequest, key: str, answer: dict[str, Any]) -> None:
-    """A new entry, made whole in a folder of its own and then renamed into place, so a
-    reader never sees half of one; when two sides with the same key race, one wins."""
-    cache = Path(request.cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
-    making = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
-    try:
-        if (answer.get("gate") or {}).get("trace_file"):
-            shutil.copyfile(answer["gate"]["trace_file"], making / "trace.itf.json")
-        if answer.get("graph"):
-            shutil.copyfile(answer["graph"], making / "graph.json")
-        (making / "answer.json").write_text(json.dumps(answer, sort_keys=True) + "\n")
-        os.rename(making, cache / key)
-    except OSError:  # the other side's entry is in place, or the cache cannot take one
-        shutil.rmtree(making, ignore_errors=True)

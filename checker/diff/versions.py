@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from checker.errors import CheckerError
 from checker.registry import SPEC_PACKAGES
@@ -40,6 +41,18 @@ class Version:
     label: str  # "head", or how the user named BASE
     root: Path
     import_path: str = ""
+    exported: bool = False  # `root` is a temporary export, gone after the run
+
+    def rehome(self, meta: dict[str, Any], head_root: Path) -> None:
+        """Point a file's #meta (spec reference, model file) from an export, which is
+        removed after the run, to the same path in the repository, where a checkout of
+        BASE puts the file again."""
+        if not self.exported:
+            return
+        for key in ("spec_ref", "model_file"):
+            value = meta.get(key)
+            if isinstance(value, str) and value.startswith(f"{self.root}{os.sep}"):
+                meta[key] = str(head_root / value[len(f"{self.root}{os.sep}"):])
 
     def place(self, head_path: Path, head_root: Path) -> Path:
         """The file at `head_path` (under `head_root`) as this version has it."""
@@ -71,7 +84,8 @@ def base_version(base: str, head_root: Path) -> Iterator[Version]:
             tree = scratch / "tree"
             tree.mkdir()
             _export(commit, head_root, tree)
-        yield Version(base, tree, _import_path(tree, head_root, scratch / "imports"))
+        yield Version(base, tree, _import_path(tree, head_root, scratch / "imports"),
+                      exported=commit is not None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
