@@ -348,3 +348,30 @@ def test_the_ci_examples_run_commands_that_parse(name: str) -> None:
         assert command is not None
         with click.Context(command, info_name=args[2], obj=Path(args[1])) as ctx:
             command.parse_args(ctx, args[3:])  # raises on an unknown option or bad value
+
+
+def test_an_interrupted_diff_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    """Ctrl-C while both sides search: exit 130, one line, no side process left, and the
+    temporary export of BASE removed."""
+    import signal
+    import time
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    run = subprocess.Popen([sys.executable, "-m", "ctmc", "diff", "HEAD", "log_driven_core",
+                            "--trace-dir", str(tmp_path / "t")], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env={**os.environ, "TMPDIR": str(scratch)})
+    assert run.stderr is not None
+    for line in run.stderr:  # the first progress line: the sides are searching
+        if "distinct" in line:
+            break
+    time.sleep(0.5)
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130
+    assert err.strip().splitlines()[-1] == "interrupted: nothing of the user's was changed"
+    time.sleep(0.5)
+    assert not list(scratch.iterdir())  # the export and the sides' files are gone
+    assert subprocess.run(["pgrep", "-f", str(tmp_path / "t")],
+                          capture_output=True).returncode == 1  # no side is left

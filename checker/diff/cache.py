@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from checker.diff.side import SideRequest
 
 _WAIT_SECONDS = 0.2
+WAITING = "waiting for the same run in the other version"  # the progress line, at once
 _SPEC_NAMING = ("spec", "spec_ref")  # how a file's #meta names the spec to load it with
 
 
@@ -76,16 +77,18 @@ class Entry:
         """Hold the entry's lock for the `with`, telling `progress` while waiting."""
         self.folder.parent.mkdir(parents=True, exist_ok=True)
         with open(self.folder.parent / f".{self.folder.name}.lock", "a") as lock:
-            said = time.monotonic()
+            said = 0.0
             while True:
                 try:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                     break
-                except BlockingIOError:
+                except BlockingIOError:  # said at once: the coordinator starts another run
                     if progress is not None and time.monotonic() - said >= PROGRESS_SECONDS:
-                        progress("waiting for the same run in the other version")
+                        progress(WAITING)
                         said = time.monotonic()
                     time.sleep(_WAIT_SECONDS)
+            if said and progress is not None:
+                progress("the other version's run has ended")
             try:
                 yield
             finally:

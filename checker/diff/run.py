@@ -11,7 +11,6 @@ answers (`compare`).
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from checker.diff import behaviours
+from checker.diff import behaviours, cache
 from checker.diff.compare import (
     BEHAVIOURS,
     INFO,
@@ -39,6 +38,7 @@ from checker.models import SUFFIX, list_models
 from checker.outputs import check_writable, replace_text
 
 _POLL_SECONDS = 0.5
+_Key = tuple[int, str]  # a side's run: (the model's number, "base" or "head")
 SAME_MEANING = "same: the spec means the same in both versions"
 # A side's child process: ctmc's tree on the import path (as `import ctmc` puts it), then
 # the version's spec packages before it, so `spec` is that version's and `checker` ours.
@@ -73,20 +73,63 @@ class DiffReport:
 
 
 def run_diff(options: DiffOptions) -> DiffReport:
-    """Both versions of every selected model, compared."""
+    """Both versions of every selected model, compared: every side's check first, then
+    the state graphs of the models whose two specs mean different things."""
     started = time.perf_counter()
     head_root = repository_root(_anchor(options))
     with base_version(options.base, head_root) as base, \
             tempfile.TemporaryDirectory(prefix="ctmc-diff-") as scratch:
         head = Version("head", head_root)
         files = _model_files(options, base, head_root)
-        report = DiffReport(options.base, head_root)
-        for number, relative in enumerate(files, 1):
-            diff = _diff_model(options, relative, base, head, Path(scratch),
-                               f"{number}/{len(files)}")
-            report.models.append(diff)
-    report.seconds = round(time.perf_counter() - started, 3)
-    return report
+        checks = {(i, side): _request(options, version, relative, head_root,
+                                      Path(scratch) / f"{i}-{side}")
+                  for i, relative in enumerate(files)
+                  for side, version in (("base", base), ("head", head))
+                  if (version.root / relative).is_file()}
+        names = {key: files[key[0]].stem for key in checks}
+        answers = _run_sides(checks, names, options, base.import_path, "checking")
+        diffs = [ModelDiff(relative.stem, answers.get((i, "base")), answers.get((i, "head")))
+                 for i, relative in enumerate(files)]
+        why_not = [_why_no_graphs(diff, options) for diff in diffs]
+        graphs = {key: replace(request, mode=GRAPH,
+                               answer_file=str(Path(request.answer_file).parent / "graph.answer"))
+                  for key, request in checks.items() if not why_not[key[0]]}
+        for key, graph in _run_sides(graphs, names, options, base.import_path,
+                                     "state graphs").items():
+            answers[key].update(graph)
+        for diff, reason in zip(diffs, why_not, strict=True):
+            _finish(diff, reason, options, base, head_root)
+    return DiffReport(options.base, head_root, diffs, round(time.perf_counter() - started, 3))
+
+
+def _request(options: DiffOptions, version: Version, relative: Path, head_root: Path,
+             folder: Path) -> SideRequest:
+    """The check of `relative` under `version`, its files in `folder`."""
+    folder.mkdir()
+    models_dir = Path(options.models_dir)
+    side = "head" if version.label == "head" else "base"
+    return SideRequest(
+        mode=CHECK, model_file=str(version.root / relative),
+        models_dir=str(version.place(models_dir, head_root)
+                       if models_dir.resolve().is_relative_to(head_root) else models_dir),
+        trace_dir=str(Path(options.trace_dir) / side), answer_file=str(folder / "check.answer"),
+        graph_file=str(folder / "graph.json"), graph_max_states=options.graph_max_states,
+        prove=options.prove, cache_dir=str(options.cache_dir or folder.parent / "cache"))
+
+
+def _finish(diff: ModelDiff, why_not: str, options: DiffOptions, base: Version,
+            head_root: Path) -> None:
+    """The model's findings, once both sides have answered."""
+    trace = diff.row("base").get("trace_file")
+    if trace:  # BASE's counterexample, to be read from a checkout of BASE
+        doc = json.loads(Path(trace).read_text())
+        base.rehome(doc["#meta"], head_root)
+        replace_text(trace, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    compare_runs(diff)
+    if why_not:
+        diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=why_not)
+    else:
+        _compare_behaviours(diff, options, base, head_root)
 
 
 def _anchor(options: DiffOptions) -> Path:
@@ -128,54 +171,6 @@ def _inside(path: Path, root: Path) -> Path:
                          f"version of it") from None
 
 
-def _diff_model(options: DiffOptions, relative: Path, base: Version, head: Version,
-                scratch: Path, counter: str) -> ModelDiff:
-    """Both sides' checks; then, when the two specs mean different things and both are
-    small enough, both sides' state graphs; then the comparison."""
-    name = relative.stem
-    checks: dict[str, SideRequest] = {}
-    for side, version in (("base", base), ("head", head)):
-        model_file = version.root / relative
-        if not model_file.is_file():
-            continue
-        folder = scratch / f"{name}-{side}"
-        folder.mkdir(exist_ok=True)
-        models_dir = Path(options.models_dir)
-        checks[side] = SideRequest(
-            mode=CHECK, model_file=str(model_file),
-            models_dir=str(version.place(models_dir, head.root)
-                           if models_dir.resolve().is_relative_to(head.root) else models_dir),
-            trace_dir=str(Path(options.trace_dir) / side),
-            answer_file=str(folder / "check.json"), graph_file=str(folder / "graph.json"),
-            graph_max_states=options.graph_max_states, prove=options.prove,
-            cache_dir=str(options.cache_dir or scratch / "cache"))
-    run = functools.partial(_run_sides, options=options, import_path=base.import_path,
-                            label=f"diff {counter} {name}")
-    answers = run(checks)
-    diff = ModelDiff(name, answers.get("base"), answers.get("head"))
-    why_not = _why_no_graphs(diff, options)
-    if why_not:
-        diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=why_not)
-    else:
-        graphs = run({side: replace(request, mode=GRAPH,
-                                    answer_file=str(Path(request.answer_file).parent
-                                                    / "graph-answer.json"))
-                      for side, request in checks.items()})
-        for side, graph in graphs.items():
-            answer = answers[side]
-            assert answer is not None
-            answer.update(graph)
-    trace = diff.row("base").get("trace_file")
-    if trace:  # BASE's counterexample, to be read from a checkout of BASE
-        doc = json.loads(Path(trace).read_text())
-        base.rehome(doc["#meta"], head.root)
-        replace_text(trace, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    compare_runs(diff)
-    if not why_not:
-        _compare_behaviours(diff, options, base, head.root)
-    return diff
-
-
 def _why_no_graphs(diff: ModelDiff, options: DiffOptions) -> str:
     """Why the state graphs are not compared ("" when they are)."""
     if diff.base is None or diff.head is None:
@@ -194,28 +189,35 @@ def _why_no_graphs(diff: ModelDiff, options: DiffOptions) -> str:
     return ""
 
 
-def _run_sides(requests: dict[str, SideRequest], options: DiffOptions, import_path: str,
-               label: str) -> dict[str, dict[str, Any]]:
-    """Each side's request in its child process, `options.jobs` at once, with their
-    progress shown; the answers by side."""
-    runs: dict[str, subprocess.Popen[bytes]] = {}
-    heard: dict[str, str] = {}
-    answers: dict[str, dict[str, Any]] = {}
+def _run_sides(requests: dict[_Key, SideRequest], names: dict[_Key, str],
+               options: DiffOptions, import_path: str, phase: str) -> dict[_Key, dict[str, Any]]:
+    """Each request in a child process of its own, `options.jobs` searching at once (a
+    side waiting for its twin's identical run does not count), with their progress
+    shown; the answers by (model, side)."""
+    runs: dict[_Key, subprocess.Popen[bytes]] = {}
+    heard: dict[_Key, str] = {}
+    answers: dict[_Key, dict[str, Any]] = {}
     order = list(requests)
+
+    def searching() -> list[_Key]:
+        return [key for key in runs if not heard.get(key, "").startswith(cache.WAITING)]
+
     try:
         while order or runs:
-            while order and len(runs) < max(1, options.jobs):
-                side = order.pop(0)
-                runs[side] = _start(requests[side], import_path if side == "base" else "",
-                                    heard, side)
+            while order and len(searching()) < options.jobs and len(runs) < 2 * options.jobs:
+                key = order.pop(0)
+                runs[key] = _start(requests[key], import_path if key[1] == "base" else "",
+                                   heard, key)
             time.sleep(_POLL_SECONDS)
-            for side, process in list(runs.items()):
+            for key, process in list(runs.items()):
                 if process.poll() is not None:
-                    answers[side] = _answer(requests[side], process, heard.get(side, ""))
-                    del runs[side]
+                    answers[key] = _answer(requests[key], process, heard.get(key, ""))
+                    del runs[key]
             if options.progress is not None and runs:
-                options.progress(f"{label}: " + " | ".join(
-                    f"{side}: {heard.get(side, 'starting')}" for side in runs))
+                options.progress(f"diff, {phase}: {len(answers)}/{len(requests)} done; " +
+                                 " | ".join(f"{names[key]} {key[1]}: "
+                                            f"{heard.get(key, 'starting')}"
+                                            for key in searching()))
     finally:  # interrupted: no side outlives the command
         for process in runs.values():
             process.kill()
@@ -223,9 +225,9 @@ def _run_sides(requests: dict[str, SideRequest], options: DiffOptions, import_pa
     return answers
 
 
-def _start(request: SideRequest, import_path: str, heard: dict[str, str],
-           side: str) -> subprocess.Popen[bytes]:
-    """The side's child process, its stderr read line by line into `heard[side]`."""
+def _start(request: SideRequest, import_path: str, heard: dict[_Key, str],
+           key: _Key) -> subprocess.Popen[bytes]:
+    """The side's child process, its stderr read line by line into `heard[key]`."""
     process = subprocess.Popen([sys.executable, "-P", "-c", _LAUNCH,
                                 json.dumps(asdict(request)), import_path],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -236,7 +238,7 @@ def _start(request: SideRequest, import_path: str, heard: dict[str, str],
         for raw in process.stderr:
             line = raw.decode(errors="replace").strip()
             if line:
-                heard[side] = line
+                heard[key] = line
 
     threading.Thread(target=listen, daemon=True).start()
     return process

@@ -102,7 +102,9 @@ def _commit(base: str, head_root: Path) -> str:
         raise VersionError(f"BASE {base!r} is not a folder, and git cannot run to read it as "
                            f"a revision: {exc.strerror or exc}") from None
     if done.returncode != 0:
-        where = "" if (head_root / ".git").exists() else f" ({head_root} is not a git repository)"
+        said = done.stderr.strip().splitlines()
+        where = (f" (git: {said[-1]})" if said else "") if (head_root / ".git").exists() \
+            else f" ({head_root} is not a git repository)"
         raise VersionError(f"BASE {base!r} is not a git revision nor a folder{where}")
     return done.stdout.strip()
 
