@@ -21,6 +21,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+from checker.progress import Progress, Ticker
+
 Graph = dict[str, Any]  # the JSON document `side.write_graph` writes
 
 
@@ -51,8 +53,10 @@ def shared_variables(a: Graph, b: Graph) -> list[str]:
     return [v for v in a["vars"] if v in theirs]
 
 
-def compare(a: Graph, b: Graph, shared: list[str], budget: int) -> Comparison:
-    """The shortest behaviour of A that B does not allow (see the module docstring)."""
+def compare(a: Graph, b: Graph, shared: list[str], budget: int,
+            progress: Progress | None = None) -> Comparison:
+    """The shortest behaviour of A that B does not allow (see the module docstring);
+    `progress` hears how far the search is, every two seconds."""
     key_a, key_b = _keys(a, shared), _keys(b, shared)
     by_key: dict[str, list[int]] = {}
     for node in b["initial"]:
@@ -77,6 +81,8 @@ def compare(a: Graph, b: Graph, shared: list[str], budget: int) -> Comparison:
 
     parent: dict[tuple[int, frozenset[int]], tuple[tuple[int, frozenset[int]], int] | None] = {}
     queue: deque[tuple[int, frozenset[int]]] = deque()
+    ticker = Ticker(progress, lambda k: f"diff, behaviours: {len(parent):,} pairs of a state "
+                                        f"and the other design's matching states")
     for node in a["initial"]:
         matched = closed(set(by_key.get(key_a[node], [])))
         if not matched:
@@ -85,6 +91,7 @@ def compare(a: Graph, b: Graph, shared: list[str], budget: int) -> Comparison:
             parent[(node, matched)] = None
             queue.append((node, matched))
     while queue:
+        ticker.tick()
         here = queue.popleft()
         node, matched = here
         for index in out_a[node]:

@@ -81,7 +81,7 @@ def run_diff(options: DiffOptions) -> DiffReport:
             tempfile.TemporaryDirectory(prefix="ctmc-diff-") as scratch:
         head = Version("head", head_root)
         files = _model_files(options, base, head_root)
-        checks = {(i, side): _request(options, version, relative, head_root,
+        checks = {(i, side): _request(options, version, side, relative, head_root,
                                       Path(scratch) / f"{i}-{side}")
                   for i, relative in enumerate(files)
                   for side, version in (("base", base), ("head", head))
@@ -102,12 +102,11 @@ def run_diff(options: DiffOptions) -> DiffReport:
     return DiffReport(options.base, head_root, diffs, round(time.perf_counter() - started, 3))
 
 
-def _request(options: DiffOptions, version: Version, relative: Path, head_root: Path,
-             folder: Path) -> SideRequest:
-    """The check of `relative` under `version`, its files in `folder`."""
+def _request(options: DiffOptions, version: Version, side: str, relative: Path,
+             head_root: Path, folder: Path) -> SideRequest:
+    """The check of `relative` under `version` (the `side`), its files in `folder`."""
     folder.mkdir()
     models_dir = Path(options.models_dir)
-    side = "head" if version.label == "head" else "base"
     return SideRequest(
         mode=CHECK, model_file=str(version.root / relative),
         models_dir=str(version.place(models_dir, head_root)
@@ -129,6 +128,8 @@ def _finish(diff: ModelDiff, why_not: str, options: DiffOptions, base: Version,
     if why_not:
         diff.new_behaviour = diff.lost_behaviour = BehaviourDiff(note=why_not)
     else:
+        if options.progress is not None:
+            options.progress(f"diff, behaviours: {diff.name}")
         _compare_behaviours(diff, options, base, head_root)
 
 
@@ -300,7 +301,7 @@ def _compare_behaviours(diff: ModelDiff, options: DiffOptions, base: Version,
 def _direction(diff: ModelDiff, a: behaviours.Graph, b: behaviours.Graph, shared: list[str],
                options: DiffOptions, other: str, word: str,
                provenance: dict[str, Any]) -> BehaviourDiff:
-    found = behaviours.compare(a, b, shared, options.behaviour_budget)
+    found = behaviours.compare(a, b, shared, options.behaviour_budget, options.progress)
     if not found.decided:
         return BehaviourDiff(note=f"undecided: {found.searched:,} pairs searched, the budget")
     if found.difference is None:
