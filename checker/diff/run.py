@@ -11,7 +11,9 @@ answers (`compare`).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -221,9 +223,16 @@ def _run_sides(requests: dict[_Key, SideRequest], names: dict[_Key, str],
                                             for key in searching()))
     finally:  # interrupted: no side outlives the command
         for process in runs.values():
-            process.kill()
-            process.wait()
+            _stop(process)
     return answers
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill a side and reap it. Not with `Popen.wait`: Ctrl-C during `poll` can leave the
+    Popen's own wait lock taken, and `wait` would then block for ever."""
+    process.kill()
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(process.pid, 0)
 
 
 def _start(request: SideRequest, import_path: str, heard: dict[_Key, str],
