@@ -10,7 +10,9 @@ For each model, every run its own process, one after the other:
   graphs walked and compared both ways;
 - `cached`: the same `changed` diff again with `--cache` warm: nothing is searched.
 
-Printed: wall seconds of each, and the ratios against the two checks.
+Printed: wall seconds of each, and the ratios against the two checks. A side's search
+is the gate's: a spec that declares a symmetry is searched twice (in full, and one
+state per orbit, which must agree), where `check` searches once.
 
     python bench/diff.py                 # the default models
     python bench/diff.py --workers 1     # diff's sides one at a time

@@ -39,7 +39,7 @@ from checker.errors import CheckerError, ModelError
 from checker.models import SUFFIX, list_models
 from checker.outputs import check_writable, replace_text
 
-_POLL_SECONDS = 0.5
+_POLL_SECONDS = 0.1
 _Key = tuple[int, str]  # a side's run: (the model's number, "base" or "head")
 SAME_MEANING = "same: the spec means the same in both versions"
 # A side's child process: ctmc's tree on the import path (as `import ctmc` puts it), then
