@@ -428,32 +428,44 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
 @_deadline_option
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",
               help="Processes sharing the inductive step's goals; the verdict and any "
-                   "counterexample are the same for any N  [default: every usable core]")
+                   "counterexample are the same for any N (induction)  [default: every "
+                   "usable core]")
+@click.option("--engine", "engine_name", type=click.Choice(["induction", "pdr"]),
+              default="induction", show_default=True,
+              help="induction: k-induction with the spec's lemmas; pdr: IC3/PDR on Z3's "
+                   "Spacer, with no lemmas, printing the inductive invariant it finds.")
 def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
-              workers: int | None) -> int:
-    """Prove MODEL's invariants for every reachable state by k-induction with Z3, with
-    the spec's lemmas, at the sizes of the model's [proof.params]. Outcomes: proved
-    (exit 0), counterexample (a real trace, exit 1), not inductive (a counterexample
-    to induction, which may be unreachable, exit 3), unknown (exit 3)."""
+              workers: int | None, engine_name: str) -> int:
+    """Prove MODEL's invariants for every reachable state with Z3, at the sizes of the
+    model's [proof.params]: by k-induction with the spec's lemmas, or by PDR with none
+    (--engine pdr). Outcomes: proved (exit 0), counterexample (a real trace, exit 1),
+    not inductive (a counterexample to induction, which may be unreachable, exit 3),
+    unknown (exit 3)."""
     from checker.engines.symbolic.induction import prove
+    from checker.engines.symbolic.pdr import pdr
     from checker.run import ProveOptions, preflight
 
     started = time.perf_counter()  # --timeout counts loading and encoding too
+    if engine_name == "pdr" and k is not None:
+        raise click.UsageError("--k is induction's depth; pdr has none")
     _check_trace_out(args.trace_out)
     model, machine = _load(args, proof=True)
     engine: dict[str, Any] = {
-        "name": "prove", "k": k or model.proof["k"],
+        "name": "prove" if engine_name == "induction" else "pdr",
         "timeout": timeout or model.proof["timeout"] or None,
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
     }
-    options = ProveOptions(k=engine["k"], deadlock=engine["deadlock"], timeout=engine["timeout"],
-                           started=started, progress=args.progress,
-                           workers=workers or _usable_cores())
+    if engine_name == "induction":
+        engine["k"] = k or model.proof["k"]
+    options = ProveOptions(k=engine.get("k", 1), deadlock=engine["deadlock"],
+                           timeout=engine["timeout"], started=started,
+                           progress=args.progress, workers=workers or _usable_cores())
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
-        result = prove(machine, options)
+        result = prove(machine, options) if engine_name == "induction" \
+            else pdr(machine, options)
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None
     return _report_proof(model, machine, result, args.trace_out, args.as_json)

@@ -18,7 +18,8 @@ ALL = SAFETY | {LIVENESS}
 # Simulation checks liveness on the lassos its walks close; the Z3 engines reason
 # about states and steps, not infinite behaviours.
 CHECKS: dict[str, frozenset[str]] = {"bfs": ALL, "spark": ALL, "simulate": ALL,
-                                     "bmc": SAFETY, "prove": SAFETY, "infer": SAFETY}
+                                     "bmc": SAFETY, "prove": SAFETY, "pdr": SAFETY,
+                                     "infer": SAFETY}
 
 
 def named_properties(machine: Machine) -> list[tuple[str, str]]:

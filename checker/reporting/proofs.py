@@ -9,6 +9,7 @@ saying how they were found.
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +34,23 @@ def proof_json(model: Model, machine: Machine, result: ProofResult,
         "message": result.message, "lemmas_used": result.lemmas_used,
         "lemmas_unused": result.lemmas_unused,
         "trace_file": None if trace_file is None else str(trace_file),
-        "length": None if v is None else len(v.trace), "stats": result.stats}
+        "length": None if v is None else len(v.trace), "stats": result.stats,
+        "invariant": result.invariant or None}
 
 
 def print_proof(console: Console, machine: Machine, result: ProofResult,
                 trace_file: Path | None) -> None:
     color = {PROVED: "green", COUNTEREXAMPLE: "red bold"}.get(result.outcome, "yellow bold")
     console.print(f"[{color}]{escape(result.outcome)}[/]: {escape(result.message)}")
-    if result.outcome == PROVED and machine.lemmas:
+    pdr = result.stats.get("engine") == "pdr"
+    if result.outcome == PROVED and machine.lemmas and not pdr:
         console.print(f"  lemmas used: {', '.join(result.lemmas_used) or 'none'}; "
                       f"unused: {', '.join(result.lemmas_unused) or 'none'}", markup=False)
+    if result.invariant:
+        console.print("  the invariant, as lemmas to paste into the spec's build function "
+                      "(each is checked by BFS and k-induction once pasted):", markup=False)
+        console.print(textwrap.indent(result.invariant, "    "), markup=False,
+                      highlight=False)
     if trace_file is not None and result.violation is not None:
         what = "counterexample to induction" if result.outcome == NOT_INDUCTIVE \
             else "counterexample"
@@ -58,7 +66,8 @@ def print_proof(console: Console, machine: Machine, result: ProofResult,
                       "proof go through", markup=False)
     seconds = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in
                         result.stats.items() if key.endswith("seconds"))
-    console.print(f"  k={result.k}; {seconds}", style="dim", markup=False)
+    depth = "pdr (Spacer)" if pdr else f"k={result.k}"
+    console.print(f"  {depth}; {seconds}", style="dim", markup=False)
 
 
 def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str, Any]:

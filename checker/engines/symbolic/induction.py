@@ -72,6 +72,7 @@ class ProofResult:
     lemmas_used: list[str] = field(default_factory=list)
     lemmas_unused: list[str] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    invariant: str = ""  # pdr: the inductive invariant it found, as lemmas in spec source
 
 
 def prove(machine: Machine, options: ProveOptions,

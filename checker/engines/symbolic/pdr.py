@@ -1,0 +1,208 @@
+"""`ctmc prove --engine pdr`: IC3/PDR through Z3's Spacer, with no lemmas.
+
+The model becomes constrained Horn clauses over one relation `Reach` on the state
+vector, with the same semantics as BMC and BFS (`unroll`):
+
+    init(s) and admissible(s)                                   -> Reach(s)
+    Reach(s) and no error from s and step(s, s') and admissible(s') -> Reach(s')
+    Reach(s) and not (every invariant holds and no action errs in s)  -> Bad
+    Reach(s) and step(s, s') and s' within its types and a step invariant fails -> Bad
+
+Spacer answers whether `Bad` is derivable. Its answers are never taken as they are:
+
+- unsat: the invariant Spacer found for `Reach` (its cover at the last level) is checked
+  again with a plain solver: the initial states satisfy it, a step from a state that
+  satisfies it (and its types and constraints) keeps it, and it implies every property.
+  Only then is the model proved, and the invariant printed as spec source a user can
+  paste as lemmas (`source`).
+- sat: BMC searches depth by depth for the shortest counterexample, the same trace BFS
+  finds (decision 0002), within what is left of the deadline.
+- unknown or out of time: inconclusive, never proved.
+
+The spec's lemmas are neither assumed nor checked here: PDR needs none (BFS and
+k-induction check them). Decision 0026 records the encoding and Spacer's options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import z3
+
+from checker.engines.result import ERROR, UNKNOWN
+from checker.engines.scope import refuse_unchecked
+from checker.engines.symbolic.bmc import bmc
+from checker.engines.symbolic.deadline import Deadline, OutOfTime
+from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED, ProofResult
+from checker.engines.symbolic.options import BmcOptions, ProveOptions
+from checker.engines.symbolic.source import SourceWriter, Unwritable
+from checker.engines.symbolic.unroll import Unrolling, new_solver
+from checker.lang.machine import Machine
+from checker.progress import Heartbeat
+
+ENGINE = "pdr"
+# Spacer's options (decision 0026): keep the relation's arguments (no inlining or
+# slicing), so the invariant is over the state variables a user knows
+SPACER_OPTIONS = {"engine": "spacer", "xform.inline_linear": False,
+                  "xform.inline_eager": False, "xform.slice": False,
+                  "spacer.random_seed": 0}
+_NO_DEPTH_LIMIT = 1_000_000  # BMC's depth bound once Spacer has said a bad state is reachable
+
+
+def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
+    """Prove `machine`'s invariants, step invariants and freedom from errors (and
+    deadlocks, if asked) with Spacer; see the module docstring."""
+    refuse_unchecked(machine, ENGINE)
+    machine = dataclasses.replace(machine, lemmas=[])
+    deadline = Deadline(options.timeout, options.started)
+    stats: dict = {"engine": ENGINE}
+
+    def done(outcome: str, message: str, **more: object) -> ProofResult:
+        stats["seconds"] = round(deadline.spent(), 3)
+        return ProofResult(outcome, 0, message, stats=stats, **more)  # type: ignore[arg-type]
+
+    try:
+        deadline.check("encoding the model as Horn clauses")
+        u = Unrolling(machine, deadline=deadline)
+        fp, reach, bad = _horn_clauses(u, options.deadlock)
+        left = deadline.left()
+        if left is not None:
+            fp.set("timeout", max(1, int(left * 1000)))
+        started = time.perf_counter()
+        with Heartbeat(options.progress, "pdr: Spacer is searching"):
+            try:
+                answer = fp.query(bad)
+            except z3.Z3Exception as exc:  # Spacer's timer fired, or Ctrl-C (Z3 catches it)
+                if deadline.expired():
+                    raise OutOfTime("Spacer's search") from None
+                if "canceled" in str(exc):
+                    raise KeyboardInterrupt from None
+                return done(UNKNOWN, f"Spacer gave up: {exc}")
+        stats["spacer_seconds"] = round(time.perf_counter() - started, 3)
+        stats["spacer"] = _figures(fp)
+        if answer == z3.unknown:
+            why = fp.reason_unknown()
+            if deadline.expired() or why in ("timeout", "canceled"):
+                return done(UNKNOWN, deadline.describe("Spacer's search"))
+            return done(UNKNOWN, f"Spacer answered unknown ({why})")
+        if answer == z3.sat:
+            return _counterexample(machine, options, deadline, done)
+        invariant = z3.substitute_vars(fp.get_cover_delta(-1, reach), *u.state(0))
+        failed = recheck(u, invariant, options.deadlock, deadline)
+        if failed:
+            return done(UNKNOWN, f"Spacer's invariant does not check: {failed}; nothing is "
+                                 f"proved (a bug in Z3 or in the encoding)")
+        clauses = conjuncts(invariant)
+        lemmas, unwritten = as_lemmas(machine, u, clauses)
+        stats["invariant_clauses"] = len(clauses)
+        stats["unwritable_clauses"] = unwritten
+        note = "" if not unwritten else (
+            f"; {unwritten} of them the spec language cannot state (shown as comments: "
+            f"the other lemmas alone may not be inductive)")
+        return done(PROVED, f"Spacer found an inductive invariant of {len(clauses)} "
+                            f"clauses, checked again with a plain solver{note}",
+                    invariant=lemmas)
+    except OutOfTime as out:
+        return done(UNKNOWN, deadline.describe(out.phase))
+
+
+def _horn_clauses(u: Unrolling, deadlock: bool
+                  ) -> tuple[z3.Fixedpoint, z3.FuncDeclRef, z3.BoolRef]:
+    """The model as Horn clauses (see the module docstring): the solver, `Reach`, `Bad`."""
+    s, t = u.state(0), u.state(1)
+    reach = z3.Function("Reach", *[v.sort() for v in s], z3.BoolSort())
+    bad = z3.Bool("Bad")
+    fp = z3.Fixedpoint()
+    fp.set(**SPACER_OPTIONS)
+    fp.register_relation(reach, bad.decl())
+    fp.declare_var(*s, *t)
+    fp.rule(reach(*s), [u.init(0), u.admissible(0)])
+    fp.rule(reach(*t), [reach(*s), u.no_error(0), u.step(0), u.admissible(1)])
+    fp.rule(bad, [reach(*s), z3.Not(safe_state(u, deadlock))])
+    steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
+    if steps:
+        fp.rule(bad, [reach(*s), u.step(0), u.enc.domain(t), z3.Not(z3.And(steps))])
+    return fp, reach, bad
+
+
+def safe_state(u: Unrolling, deadlock: bool) -> z3.BoolRef:
+    """Every invariant holds in s0 and no action errs there (and one is enabled)."""
+    return z3.And([u.prop_holds(p, 0) for p in u.machine.invariants]
+                  + [u.no_error(0, deadlock)])
+
+
+def recheck(u: Unrolling, invariant: z3.BoolRef, deadlock: bool,
+            deadline: Deadline) -> str:
+    """Why `invariant` (over s0) is not an inductive invariant that implies the
+    properties, or "" when it is: initiation, consecution, safety, each one query."""
+    s, t = u.state(0), u.state(1)
+    after = z3.substitute(invariant, *zip(s, t, strict=True))
+    state = z3.And(invariant, u.admissible(0))
+    steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
+    queries = [
+        ("an initial state violates it", [u.init(0), u.admissible(0), z3.Not(invariant)]),
+        ("a step leaves it", [state, u.no_error(0), u.step(0), u.admissible(1),
+                              z3.Not(after)]),
+        ("it allows a bad state", [state, z3.Not(safe_state(u, deadlock))]),
+    ]
+    if steps:
+        queries.append(("it allows a bad step", [state, u.step(0), u.enc.domain(t),
+                                                 z3.Not(z3.And(steps))]))
+    for why, query in queries:
+        solver = new_solver()
+        solver.add(*query)
+        answer = deadline.solve(solver, "checking Spacer's invariant")
+        if answer != z3.unsat:
+            return f"{why} (the solver says {answer})"
+    return ""
+
+
+def conjuncts(formula: z3.BoolRef) -> list[z3.BoolRef]:
+    """The top-level clauses of a conjunction (the formula itself if it is none)."""
+    if z3.is_and(formula):
+        return [c for child in formula.children() for c in conjuncts(child)]
+    return [] if z3.is_true(formula) else [formula]
+
+
+def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef]) -> tuple[str, int]:
+    """The invariant's clauses as lemmas to paste into the spec's build function, and
+    how many the spec language cannot state (each shown in Z3's syntax, as a comment)."""
+    writer = SourceWriter(machine, u.state(0))
+    blocks = []
+    unwritten = 0
+    for i, clause in enumerate(clauses):
+        try:
+            body = f"    return {writer.clause(clause)}\n"
+        except Unwritable:
+            unwritten += 1
+            body = ("    # not in the spec language; in Z3's syntax:\n"
+                    + "".join(f"    #   {line}\n" for line in str(clause).splitlines())
+                    + "    return True\n")
+        blocks.append(f"@m.lemma\ndef Pdr{i}(s):  # noqa: N802\n"
+                      f"    \"\"\"Found by ctmc prove --engine pdr.\"\"\"\n{body}")
+    used = sorted({name for name in ("And", "Or", "Not", "Implies")
+                   if any(f"{name}(" in block for block in blocks)})
+    needs = f"# the spec module needs: from checker.lang import {', '.join(used)}\n" \
+        if used else ""
+    return needs + "\n".join(blocks), unwritten
+
+
+def _counterexample(machine: Machine, options: ProveOptions, deadline: Deadline,
+                    done: object) -> ProofResult:
+    """Spacer reached a bad state: BMC finds the shortest path to one."""
+    found = bmc(machine, BmcOptions(depth=_NO_DEPTH_LIMIT, deadlock=options.deadlock,
+                                    progress=options.progress), deadline)
+    assert callable(done)
+    if found.outcome == UNKNOWN or found.violation is None:
+        return done(UNKNOWN, f"Spacer found a bad state reachable, and BMC did not find the "
+                             f"path to it ({found.stats.get('unknown', 'no violation')})")
+    return done(COUNTEREXAMPLE, found.violation.message, violation=found.violation,
+                error=found.outcome == ERROR)
+
+
+def _figures(fp: z3.Fixedpoint) -> dict[str, float]:
+    stats = fp.statistics()
+    return {key: stats.get_key_value(key) for key in stats.keys()
+            if key.startswith("SPACER") and key.split()[-1] in ("lemmas", "depth",
+                                                                  "inductive", "queries")}

@@ -1,0 +1,137 @@
+"""`ctmc prove --engine pdr`: Spacer with no lemmas, never trusted as it answers.
+
+The examples prove with no lemmas at all, and the invariant printed as spec source,
+pasted into a copy of the spec, makes k-induction prove the model too (and BFS checks
+it on every reachable state). A mutation model gives BFS's own shortest counterexample.
+A wrong invariant fails the re-check; a timeout is inconclusive, on time.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import z3
+
+from checker.engines.symbolic.bmc import bmc
+from checker.engines.symbolic.deadline import Deadline
+from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED
+from checker.engines.symbolic.options import BmcOptions, ProveOptions
+from checker.engines.symbolic.pdr import pdr, recheck
+from checker.engines.symbolic.source import SourceWriter, Unwritable
+from checker.engines.symbolic.unroll import Unrolling
+from checker.models import build_machine, load_model
+from checker.run import BfsOptions, run
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def ctmc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctmc", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
+
+
+def _machine(folder: str, name: str):
+    return build_machine(load_model(EXAMPLES / folder / f"{name}.toml", EXAMPLES / folder),
+                         proof=True)
+
+
+@pytest.mark.parametrize("folder, name, spec_file", [("mutex", "mutex", "mutex.py"),
+                                                     ("two_phase_commit", "tpc", "tpc.py")])
+def test_the_examples_prove_with_no_lemmas_and_the_invariant_pastes(
+        tmp_path: Path, folder: str, name: str, spec_file: str) -> None:
+    work = tmp_path / folder
+    shutil.copytree(EXAMPLES / folder, work)
+    run_ = ctmc("prove", "--engine", "pdr", f"{name}.toml", "--json", cwd=work)
+    assert run_.returncode == 0, run_.stderr
+    report = json.loads(run_.stdout)
+    assert report["outcome"] == PROVED and report["invariant"]
+    # paste the lemmas at the end of the spec's build function, as the output says to
+    spec = work / spec_file
+    text = spec.read_text()
+    build_end = text.index("\n    @m.invariant")  # the build function's properties
+    lemmas = "".join(f"    {line}\n" if line else "\n"
+                     for line in report["invariant"].splitlines())
+    needs = report["invariant"].splitlines()[0]
+    assert needs.startswith("# the spec module needs: from checker.lang import ")
+    spec.write_text(needs.removeprefix("# the spec module needs: ") + "\n"
+                    + text[:build_end] + "\n" + lemmas + text[build_end:])
+    induction = ctmc("prove", f"{name}.toml", "--json", cwd=work)
+    assert induction.returncode == 0, induction.stderr
+    proved = json.loads(induction.stdout)
+    assert proved["outcome"] == PROVED and proved["k"] == 1
+    assert len(proved["lemmas_used"]) + len(proved["lemmas_unused"]) == \
+        report["stats"]["invariant_clauses"]
+    checked = ctmc("check", f"{name}.toml", cwd=work)  # BFS checks every pasted lemma
+    assert checked.returncode == 0, checked.stderr
+
+
+def test_a_mutation_gives_a_shortest_counterexample_as_bmc_does() -> None:
+    """Spacer says a bad state is reachable; the trace is BMC's (the least path of the
+    shortest length), as long as BFS's and breaking the same property."""
+    machine = _machine("two_phase_commit", "tpc_commit_on_any_prepared")
+    result = pdr(machine, ProveOptions())
+    assert result.outcome == COUNTEREXAMPLE and result.violation is not None
+    bfs = run(machine, BfsOptions(deadlock=False))
+    assert bfs.violation is not None
+    assert result.violation.name == bfs.violation.name
+    assert len(result.violation.trace) == len(bfs.violation.trace)
+    by_bmc = bmc(machine, BmcOptions(depth=len(bfs.violation.trace)))
+    assert by_bmc.violation is not None
+    assert result.violation.trace.states == by_bmc.violation.trace.states
+
+
+def test_an_invariant_that_is_not_one_fails_the_recheck() -> None:
+    machine = _machine("mutex", "mutex")
+    u = Unrolling(machine)
+    deadline = Deadline(None)
+    assert "allows a bad state" in recheck(u, z3.BoolVal(True), False, deadline)
+    assert "initial state" in recheck(u, z3.BoolVal(False), False, deadline)
+    # the property alone is not inductive (that is why mutex needs more clauses)
+    prop = z3.And([u.prop_holds(p, 0) for p in machine.invariants])
+    assert "a step leaves it" in recheck(u, prop, False, deadline)
+
+
+def test_a_timeout_is_inconclusive_and_on_time(tmp_path: Path) -> None:
+    started = time.perf_counter()
+    done = ctmc("prove", "--engine", "pdr", "log_driven_tiny", "--timeout", "5", cwd=tmp_path)
+    elapsed = time.perf_counter() - started
+    assert done.returncode == 3, done.stderr
+    assert "inconclusive" in done.stdout and "proved" not in done.stdout.split("inconclusive")[0]
+    assert elapsed < 30  # the interpreter's start and the encoding besides the 5 s
+
+
+def test_pdr_refuses_what_it_does_not_check(tmp_path: Path) -> None:
+    done = ctmc("prove", "--engine", "pdr", "v1_tiny_close_liveness", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "prove does not check liveness properties" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    wrong = ctmc("prove", "--engine", "pdr", "--k", "2", "tracker_small", cwd=tmp_path)
+    assert wrong.returncode == 2 and "--k is induction's depth" in wrong.stderr
+
+
+def test_the_source_writer_says_what_the_spec_language_can() -> None:
+    machine = _machine("two_phase_commit", "tpc")
+    u = Unrolling(machine)
+    s = {slot.name: v for slot, v in zip(machine.slots, u.state(0), strict=True)}
+    writer = SourceWriter(machine, u.state(0))
+    tm, rm0, sent0 = s["tm"], s["rm[0]"], s["sent[0]"]
+    assert writer.clause(z3.Not(tm == 1)) == "s.tm != Tm.committed"
+    assert writer.clause(rm0 >= 2) == "Or(s.rm[0] == Rm.committed, s.rm[0] == Rm.aborted)"
+    assert writer.clause(z3.Implies(sent0, rm0 <= 0)) == \
+        "Implies(s.sent[0], s.rm[0] == Rm.working)"
+    mutex = _machine("mutex", "mutex")
+    mu = Unrolling(mutex)
+    m = {slot.name: v for slot, v in zip(mutex.slots, mu.state(0), strict=True)}
+    w = SourceWriter(mutex, mu.state(0))
+    lock, e0, e1 = m["lock"], m["entries[0]"], m["entries[1]"]
+    assert w.clause(e0 + -1 * e1 <= 1) == "s.entries[0] - s.entries[1] <= 1"
+    assert w.clause(2 * e0 >= lock) == "s.entries[0] + s.entries[0] >= s.lock"
+    with pytest.raises(Unwritable):
+        w.clause(7 * e0 >= lock)  # no multiplication in the spec language
