@@ -22,7 +22,7 @@ from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.deadline import Deadline
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
-from checker.engines.symbolic.pdr import pdr, recheck
+from checker.engines.symbolic.pdr import SpacerEvents, pdr, recheck
 from checker.engines.symbolic.source import SourceWriter, Unwritable
 from checker.engines.symbolic.unroll import Unrolling
 from checker.models import build_machine, load_model
@@ -135,3 +135,14 @@ def test_the_source_writer_says_what_the_spec_language_can() -> None:
     assert w.clause(2 * e0 >= lock) == "s.entries[0] + s.entries[0] >= s.lock"
     with pytest.raises(Unwritable):
         w.clause(7 * e0 >= lock)  # no multiplication in the spec language
+
+
+def test_progress_reads_spacer_event_log_as_it_grows(tmp_path: Path) -> None:
+    log = tmp_path / "spacer.trace"
+    events = SpacerEvents(log)
+    assert events.status() == "pdr: Spacer at level 0, 0 lemmas learned"  # no log yet
+    log.write_bytes(b"** add-lemma: 0 exprID: 2\nquery!0\n\n* LEVEL 1\n** add-lem")
+    assert events.status() == "pdr: Spacer at level 1, 1 lemmas learned"
+    with open(log, "ab") as more:  # the half line is finished, and more comes
+        more.write(b"ma: 1 exprID: 3\n* LEVEL 2\n** add-lemma: 2\n")
+    assert events.status() == "pdr: Spacer at level 2, 3 lemmas learned"

@@ -26,7 +26,9 @@ k-induction check them). Decision 0026 records the encoding and Spacer's options
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 import time
+from pathlib import Path
 
 import z3
 
@@ -70,15 +72,19 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         if left is not None:
             fp.set("timeout", max(1, int(left * 1000)))
         started = time.perf_counter()
-        with Heartbeat(options.progress, "pdr: Spacer is searching"):
-            try:
-                answer = fp.query(bad)
-            except z3.Z3Exception as exc:  # Spacer's timer fired, or Ctrl-C (Z3 catches it)
-                if deadline.expired():
-                    raise OutOfTime("Spacer's search") from None
-                if "canceled" in str(exc):
-                    raise KeyboardInterrupt from None
-                return done(UNKNOWN, f"Spacer gave up: {exc}")
+        with tempfile.TemporaryDirectory(prefix="ctmc-pdr-") as scratch:
+            events = SpacerEvents(Path(scratch) / "spacer.trace")
+            fp.set("spacer.trace_file", str(events.path))
+            with Heartbeat(options.progress, events.status):
+                try:
+                    answer = fp.query(bad)
+                except z3.Z3Exception as exc:  # Spacer's timer fired, or Ctrl-C (Z3 took it)
+                    if deadline.expired():
+                        raise OutOfTime("Spacer's search") from None
+                    if "canceled" in str(exc):
+                        raise KeyboardInterrupt from None
+                    return done(UNKNOWN, f"Spacer gave up: {exc}")
+            stats["levels"], stats["lemmas_learned"] = events.level, events.lemmas
         stats["spacer_seconds"] = round(time.perf_counter() - started, 3)
         stats["spacer"] = _figures(fp)
         if answer == z3.unknown:
@@ -105,6 +111,36 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
                     invariant=lemmas)
     except OutOfTime as out:
         return done(UNKNOWN, deadline.describe(out.phase))
+
+
+class SpacerEvents:
+    """What Spacer has done so far, read from the event log it writes
+    (`spacer.trace_file`): the level it works on and the lemmas it has learned."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.level = 0
+        self.lemmas = 0
+        self._read = 0
+        self._rest = b""
+
+    def status(self) -> str:
+        """The progress line, after reading what the log gained since the last call."""
+        try:
+            with open(self.path, "rb") as log:
+                log.seek(self._read)
+                chunk = log.read()
+        except OSError:  # not written yet
+            chunk = b""
+        self._read += len(chunk)
+        lines = (self._rest + chunk).split(b"\n")
+        self._rest = lines.pop()
+        for line in lines:
+            if line.startswith(b"* LEVEL "):
+                self.level = int(line.split()[-1])
+            elif line.startswith(b"** add-lemma"):
+                self.lemmas += 1
+        return f"pdr: Spacer at level {self.level}, {self.lemmas:,} lemmas learned"
 
 
 def _horn_clauses(u: Unrolling, deadlock: bool
