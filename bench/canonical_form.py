@@ -55,7 +55,7 @@ def main() -> None:
                     for c in (sort, search)]
         assert distinct[0] == distinct[1], distinct
         ns = [seconds(c.canonical, words) / n * 1e9 for c in (sort, search)]
-        print(f"{k:>2} {len(group):>5} {ns[0]:>15.0f} {ns[1]:>15.0f}  "
+        print(f"{k:>2} {group.size:>5} {ns[0]:>15.0f} {ns[1]:>15.0f}  "
               f"({distinct[0]:,} of {n:,})")
 
 

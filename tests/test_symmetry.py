@@ -8,6 +8,7 @@ exactly that many states, with the same diameter and verdict.
 
 from __future__ import annotations
 
+import math
 import sys
 from collections import deque
 from pathlib import Path
@@ -51,9 +52,14 @@ def reachable(machine: Machine) -> tuple[set[tuple[int, ...]], int]:
     return set(seen), max(seen.values())
 
 
+def every_element(group: SymmetryGroup) -> list:
+    return group.elements_permuting(list(range(len(group.scalarsets))))
+
+
 def orbits(machine: Machine, states: set[tuple[int, ...]]) -> int:
     group = SymmetryGroup(machine)
-    return len({min(group.apply(e, s) for e in range(len(group))) for s in states})
+    elements = every_element(group)
+    return len({min(group.apply(e, s) for e in elements) for s in states})
 
 
 def tracker_small() -> Machine:
@@ -110,7 +116,7 @@ def test_the_representative_depends_only_on_the_orbit(make):
     cols = np.stack([rng.integers(s.lo, s.hi + 1, size=200) for s in machine.slots], axis=1)
     words = layout.pack_batch(cols)
     reps = canon.canonical(words)
-    images = [canon.permute(words, e) for e in range(len(group))]
+    images = [canon.permute(words, e) for e in every_element(group)]
     for image in images:
         assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
     in_orbit = np.zeros(len(cols), dtype=bool)
@@ -243,3 +249,62 @@ def test_successors_rebuilt_from_keys_equal_the_expansion(monkeypatch, symmetry)
     rebuilt = kernel.successors_of(frontier, exp.gen[::-1].copy(), batch_size=97)
     for got, want in zip(rebuilt, exp.words, strict=True):
         assert np.array_equal(got, want[::-1])
+
+
+@pytest.mark.parametrize("requests", [7, 8])
+def test_past_six_members_a_sorted_scalarset_needs_no_list_of_the_group(requests):
+    """7 and 8 interchangeable requests (5,040 and 40,320 permutations): the canonical
+    form sorts them, so no element is listed; on random in-type states, the image under
+    random permutations has the same representative, and the lifting element maps each
+    state onto it."""
+    machine = build_machine(load_model("tracker_small", MODELS),
+                            {"requests": str(requests), "max_now": "2", "max_ts": "1"})
+    layout = Layout(machine)
+    group = SymmetryGroup(machine)
+    canon = Canonicalizer(group, layout)
+    assert canon.method == "Request by sorted signature"
+    assert group.size == math.factorial(requests)
+    rng = np.random.default_rng(requests)
+    cols = np.stack([rng.integers(s.lo, s.hi + 1, size=300) for s in machine.slots], axis=1)
+    words = layout.pack_batch(cols)
+    reps = canon.canonical(words)
+    for _ in range(40):
+        element = group.element((tuple(int(i) for i in rng.permutation(requests)),))
+        image = canon.permute(words, element)
+        assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
+    for i in range(0, len(cols), 29):
+        one = [w[i:i + 1] for w in words]
+        element = canon.element_to_representative(one)
+        assert [int(w[0]) for w in canon.permute(one, element)] == [int(w[i]) for w in reps]
+    with pytest.raises(SpecError, match="40,320 permutations to try per state|5,040 "
+                                        "permutations to try per state"):
+        group.elements_permuting([0])  # what the smallest-image method would need
+    # the orbit counts the README and decision 0016 quote
+    reduced = check(machine, BfsOptions(deadlock=False, symmetry=True))
+    assert reduced.stats["distinct_states"] == {7: 5_410, 8: 11_388}[requests]
+
+
+def test_past_six_members_counterexamples_lift_as_in_the_full_search():
+    """A wrong design with 7 requests: the reduced search's concrete trace is as short as
+    the full search's and replays."""
+    machine = build_machine(load_model("mutation_reset_cur_on_prev_exit", MODELS),
+                            {"requests": "7"})
+    full = check(machine, BfsOptions(deadlock=False))
+    reduced = check(machine, BfsOptions(deadlock=False, symmetry=True))
+    assert reduced.violation is not None and full.violation is not None
+    assert reduced.violation.name == full.violation.name
+    assert len(reduced.violation.trace) == len(full.violation.trace)
+    assert reduced.stats["distinct_states"] < full.stats["distinct_states"]
+    trace = reduced.violation.trace
+    assert trace.states[0] in machine.init_states
+
+
+def test_past_six_members_an_unsortable_scalarset_is_checked_but_refused_for_search():
+    """Clients and servers refer to each other, so neither is sorted: the declaration is
+    still checked by neighbour swaps, and a reduced search says why it cannot run."""
+    machine = LOCKS.instantiate({"clients": 7, "servers": 2})
+    report = check_symmetry(machine, reachable=200, random=200)
+    assert report.swaps == 7
+    with pytest.raises(SpecError, match="Client \\(7 members\\), Server \\(2 members\\) "
+                                        "make 10,080 permutations to try per state"):
+        check(machine, BfsOptions(deadlock=False, symmetry=True))

@@ -21,13 +21,14 @@ variables, the result is still one state per orbit. No Python loop per state.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64, Layout
-from checker.symmetry.group import SymmetryGroup
+from checker.symmetry.group import Element, SymmetryGroup
 
 SORT_FROM = 4  # members: below, trying all k! images is cheaper (bench/canonical_form.py)
 
@@ -58,11 +59,16 @@ class Canonicalizer:
         simple = [s for s in group.scalarsets if least is not None
                   and len(s.members) >= least and _is_simple(s, group.scalarsets)]
         self._sorts = [_SignatureSort(s, group.machine, layout) for s in simple]
-        sorted_sets = [i for i, s in enumerate(group.scalarsets) if s in simple]
-        self._searched = [e for e, element in enumerate(group.elements)
-                          if e and all(element.perms[i] == tuple(range(len(element.perms[i])))
-                                       for i in sorted_sets)]
-        self._plans: dict[int, _Plan] = {}
+        self._sorted = [i for i, s in enumerate(group.scalarsets) if s in simple]
+        self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
+
+    @functools.cached_property
+    def _searched(self) -> list[Element]:
+        """The elements the smallest image tries (besides the identity): those moving
+        only the scalarsets not sorted; listed when first needed, so moving states by
+        one element (`permute`, as `--check-symmetry` does) never needs them."""
+        others = [i for i in range(len(self.group.scalarsets)) if i not in self._sorted]
+        return self.group.elements_permuting(others)[1:] if others else []
 
     @property
     def method(self) -> str:
@@ -89,29 +95,36 @@ class Canonicalizer:
                 best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
         return best
 
-    def element_to_representative(self, words: list[np.ndarray]) -> int:
-        """For a batch of one state: the first group element mapping it to its
-        representative (used to lift a counterexample, never per search state)."""
+    def element_to_representative(self, words: list[np.ndarray]) -> Element:
+        """For a batch of one state: a group element mapping it to its representative
+        (used to lift a counterexample, never per search state): the sorted scalarsets'
+        order, then the first of the searched elements that reaches it."""
         target = self.canonical(words)
-        for e in range(len(self.group)):
-            if all((a == b).all() for a, b in zip(self.permute(words, e), target, strict=True)):
-                return e
+        perms = list(self.group.identity.perms)
+        for i, sort in zip(self._sorted, self._sorts, strict=True):
+            perms[i] = sort.ranks(words)
+        for e in [self.group.identity, *self._searched]:
+            whole = self.group.element(tuple(perms[i] if i in self._sorted else e.perms[i]
+                                             for i in range(len(perms))))
+            if all((a == b).all() for a, b in zip(self.permute(words, whole), target,
+                                                   strict=True)):
+                return whole
         raise AssertionError("a representative lies outside its orbit")
 
-    def permute(self, words: list[np.ndarray], element: int) -> list[np.ndarray]:
+    def permute(self, words: list[np.ndarray], element: Element) -> list[np.ndarray]:
         """Every state of the batch moved by one group element."""
-        if element == 0:
+        if element.perms == self.group.identity.perms:
             return [w.copy() for w in words]
         return self._image(words, self._raw(words, [element]), element)
 
     # -- the smallest image --------------------------------------------------------
-    def _plan(self, element: int) -> _Plan:
-        plan = self._plans.get(element)
+    def _plan(self, element: Element) -> _Plan:
+        plan = self._plans.get(element.perms)
         if plan is None:
-            plan = self._plans[element] = _compile(self.group.elements[element], self.layout)
+            plan = self._plans[element.perms] = _compile(element, self.layout)
         return plan
 
-    def _raw(self, words: list[np.ndarray], elements: list[int]) -> dict[int, np.ndarray]:
+    def _raw(self, words: list[np.ndarray], elements: list[Element]) -> dict[int, np.ndarray]:
         """Each source field the elements move, extracted once per batch."""
         raw = {}
         for e in elements:
@@ -121,7 +134,7 @@ class Canonicalizer:
         return raw
 
     def _image(self, words: list[np.ndarray], raw: dict[int, np.ndarray],
-               element: int) -> list[np.ndarray]:
+               element: Element) -> list[np.ndarray]:
         keep, moves = self._plan(element)
         image = [w & kw for w, kw in zip(words, keep, strict=True)]
         for mv in moves:
@@ -132,7 +145,7 @@ class Canonicalizer:
         return image
 
 
-def _compile(element, layout: Layout) -> _Plan:
+def _compile(element: Element, layout: Layout) -> _Plan:
     keep = [(1 << 64) - 1] * layout.n_words
     moves = []
     for j, s in enumerate(element.src):
@@ -202,7 +215,10 @@ class _SignatureSort:
             keep[f.word] &= ~(f.mask << f.offset)
         self.keep = [U64(x) for x in keep]
 
-    def apply(self, words: list[np.ndarray]) -> list[np.ndarray]:
+    def _rank(self, words: list[np.ndarray]
+              ) -> tuple[list[list[np.ndarray]], list[np.ndarray], list[np.ndarray]]:
+        """Each member's own fields and where it is held, and its position in signature
+        order (ties kept in member order), per state of the batch."""
         k, fields = len(self.members), self.layout.fields
         own = [[self.layout.raw_slot(words, s) for s in row] for row in self.cells]
         held = [table[self.layout.raw_slot(words, s)] for s, table in zip(self.value_slots,
@@ -212,6 +228,15 @@ class _SignatureSort:
         rank = [sum((_lex_less(keys[j], keys[i]) if j > i else ~_lex_less(keys[i], keys[j])
                      for j in range(k) if j != i), np.zeros(len(words[0]), dtype=np.int64))
                 for i in range(k)]
+        return own, held, rank
+
+    def ranks(self, words: list[np.ndarray]) -> tuple[int, ...]:
+        """For a batch of one state: the position each member moves to."""
+        return tuple(int(r[0]) for r in self._rank(words)[2])
+
+    def apply(self, words: list[np.ndarray]) -> list[np.ndarray]:
+        k, fields = len(self.members), self.layout.fields
+        own, held, rank = self._rank(words)
         source = np.zeros((k, len(words[0])), dtype=np.int64)  # source[p]: member at p
         for i, r in enumerate(rank):
             np.put_along_axis(source, r[None, :], i, axis=0)

@@ -25,7 +25,7 @@ from checker.lang.expr import Expr
 from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64
 from checker.symmetry.canonical import Canonicalizer
-from checker.symmetry.group import SymmetryGroup
+from checker.symmetry.group import Element, SymmetryGroup
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def check_symmetry(machine: Machine, reachable: int = 2000, random: int = 2000,
 class _Swap:
     """A generator of the group: one scalarset's two neighbouring members exchanged."""
 
-    element: int
+    element: Element
     sset: Scalarset
     members: str
 

@@ -629,7 +629,7 @@ def _stats(search: _Search, started: float) -> dict:
     if search.resumed:
         stats["resumed"] = search.resumed
     if search.canon is not None:
-        stats["symmetry"] = (f"{len(search.canon.group):,} permutations of "
+        stats["symmetry"] = (f"{search.canon.group.size:,} permutations of "
                              f"{', '.join(s.name for s in search.machine.scalarsets)}; one "
                              f"state per orbit ({search.canon.method})")
     return stats
