@@ -303,7 +303,8 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         options = SparkOptions(
             master=engine["master"], partitions=partitions, run_dir=folder,
             resume=resume is not None, max_depth=engine["max_depth"] or None,
-            deadlock=engine["deadlock"], label=model.name, progress=progress)
+            deadlock=engine["deadlock"], label=model.name, progress=progress,
+            symmetry=symmetry)
     else:
         folder = resume or checkpoint
         if timeout is not None:
@@ -313,8 +314,8 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
                              checkpoint_every=checkpoint_every, timeout=timeout,
                              label=model.name, symmetry=symmetry,
                              workers=workers or _usable_cores())
-        if reduces_by_symmetry(machine, options):
-            engine["symmetry"] = "+".join(s.name for s in machine.scalarsets)
+    if reduces_by_symmetry(machine, options):
+        engine["symmetry"] = "+".join(s.name for s in machine.scalarsets)
     preflight(machine, options)  # bad input: one line, before the header
     if check_symmetry:
         _check_symmetry(args, machine)

@@ -16,11 +16,13 @@ Engines are imported when used, so a broken Spark or Z3 install only breaks them
 
 from __future__ import annotations
 
-from checker.engines.explicit.bfs import BfsOptions, reduces_by_symmetry
+from checker.engines.explicit.bfs import BfsOptions
+from checker.engines.explicit.bfs import reduces_by_symmetry as bfs_reduces
 from checker.engines.explicit.simulation import SimulationOptions
 from checker.engines.result import CheckResult
 from checker.engines.scope import refuse_unchecked
 from checker.engines.spark.options import SparkOptions
+from checker.engines.spark.options import reduces_by_symmetry as spark_reduces
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.lang.machine import Machine
 
@@ -30,6 +32,16 @@ _NAMES = {BfsOptions: "bfs", SparkOptions: "spark", SimulationOptions: "simulate
 
 __all__ = ["BfsOptions", "BmcOptions", "EngineOptions", "ProveOptions", "SimulationOptions",
            "SparkOptions", "preflight", "reduces_by_symmetry", "run"]
+
+
+def reduces_by_symmetry(machine: Machine, options: EngineOptions) -> bool:
+    """Whether the engine `options` select stores one state per orbit of the spec's
+    scalarsets (the local BFS and Spark can; the others explore every state)."""
+    if isinstance(options, BfsOptions):
+        return bfs_reduces(machine, options)
+    if isinstance(options, SparkOptions):
+        return spark_reduces(machine, options)
+    return False
 
 
 def preflight(machine: Machine, options: EngineOptions | ProveOptions) -> None:

@@ -66,9 +66,10 @@ class MachineRef:
     step_invariants: tuple[str, ...]
     lemmas: tuple[str, ...]
     liveness: tuple[str, ...] = ()
+    symmetry: bool = False  # successors are mapped to their orbits' representatives
 
     @classmethod
-    def of(cls, machine: Machine) -> MachineRef:
+    def of(cls, machine: Machine, symmetry: bool = False) -> MachineRef:
         if not machine.spec_ref:
             raise CheckerError(f"spec {machine.spec_name} cannot run on Spark: executors import "
                                "specs by module:attribute, and this one is not importable")
@@ -76,7 +77,7 @@ class MachineRef:
                    tuple(machine.mutations), tuple(p.name for p in machine.invariants),
                    tuple(p.name for p in machine.step_invariants),
                    tuple(p.name for p in machine.lemmas),
-                   tuple(p.name for p in machine.liveness))
+                   tuple(p.name for p in machine.liveness), symmetry)
 
     def build(self) -> Machine:
         from checker.registry import find_spec
@@ -99,10 +100,18 @@ _KERNELS: dict[MachineRef, Kernel] = {}  # per Python worker, which Spark reuses
 
 
 def kernel_for(ref: MachineRef) -> Kernel:
+    """The machine's kernel in this worker; under symmetry, its successors are orbit
+    representatives, by the same canonical form as the local engine's."""
     kernel = _KERNELS.get(ref)
     if kernel is None:
         _frugal_arrow()
         kernel = _KERNELS[ref] = Kernel(ref.build())
+        if ref.symmetry:
+            from checker.symmetry.canonical import Canonicalizer
+            from checker.symmetry.group import SymmetryGroup
+
+            kernel.canonical = Canonicalizer(SymmetryGroup(kernel.machine),
+                                             kernel.layout).canonical
     return kernel
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from checker.lang.machine import Machine
+
 DEFAULT_MASTER = "local[*]"
 
 
@@ -18,7 +20,15 @@ class SparkOptions:
     max_depth: int | None = None
     deadlock: bool = True
     label: str = ""  # the model's name, recorded in run.json
+    symmetry: bool = False  # one state per orbit (not for a model with liveness properties)
     driver_memory: str | None = None  # e.g. "2g"; only when this call starts Spark
     progress: Callable[[str], None] | None = None
     batch_size: int = 1 << 16
     dedup_budget: int = 1 << 20
+
+
+def reduces_by_symmetry(machine: Machine, options: SparkOptions) -> bool:
+    """Whether the run stores one state per orbit: asked for, scalarsets declared, and no
+    liveness property (its graph needs every state, and Spark's liveness pass reads the
+    states from the level files)."""
+    return options.symmetry and bool(machine.scalarsets) and not machine.liveness

@@ -67,7 +67,7 @@ from checker.engines.spark.levels import (
     write_bucket,
 )
 from checker.engines.spark.liveness import check_liveness
-from checker.engines.spark.options import SparkOptions
+from checker.engines.spark.options import SparkOptions, reduces_by_symmetry
 from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir, level_file
 from checker.engines.spark.session import check_master, first_line, spark_session
 from checker.errors import CheckerError
@@ -75,6 +75,9 @@ from checker.lang.machine import Machine
 from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
 from checker.progress import Heartbeat
+from checker.symmetry.canonical import Canonicalizer
+from checker.symmetry.concrete import concrete_trace
+from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "spark-3"
@@ -117,6 +120,7 @@ class _Run:
     init_states: list[tuple[int, ...]]
     init_fps: np.ndarray
     started: float
+    canon: Canonicalizer | None = None  # set when the search stores one state per orbit
 
     @property
     def depth(self) -> int:
@@ -134,7 +138,7 @@ def check(machine: Machine, options: SparkOptions | None = None,
     starting one on `options.master`."""
     options = options or SparkOptions()
     preflight(machine, options)
-    ref = MachineRef.of(machine)
+    ref = MachineRef.of(machine, reduces_by_symmetry(machine, options))
     identity = _identity(machine, options)
     A = len(machine.actions)
     path = options.run_dir or spark_run_dir.default_path(options.label or machine.spec_name)
@@ -148,9 +152,13 @@ def check(machine: Machine, options: SparkOptions | None = None,
         run_dir = spark_run_dir.create(path, identity, partitions)
         progress = Progress(enabled=[0] * A, new_states=[0] * A)
     kernel = Kernel(machine)
-    init_states, init_fps = _initial_states(machine, kernel)
+    canon = None
+    if ref.symmetry:
+        canon = Canonicalizer(SymmetryGroup(machine), kernel.layout)
+        kernel.canonical = canon.canonical
+    init_states, init_fps = _initial_states(machine, kernel, canon)
     run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
-               init_fps, time.perf_counter())
+               init_fps, time.perf_counter(), canon)
     _prepare(run)
     run.started = time.perf_counter()  # the clock starts once Spark is up and warm
     return _search(run)
@@ -180,8 +188,12 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
 
 def _identity(machine: Machine, options: SparkOptions) -> dict[str, Any]:
     """What a run directory must have been written for, to be resumed."""
-    return search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
-                           options.max_depth)
+    identity = search_identity(machine, ENGINE_VERSION, options.label, options.deadlock,
+                               options.max_depth)
+    if reduces_by_symmetry(machine, options):
+        identity["symmetry"] = [s.name for s in machine.scalarsets]
+    return identity
+
 
 
 def _search(run: _Run) -> CheckResult:
@@ -267,16 +279,20 @@ def _code_archive(ref: MachineRef) -> str:
 
 # --- levels ---------------------------------------------------------------------------------
 
-def _initial_states(machine: Machine, kernel: Kernel) -> tuple[list[tuple[int, ...]],
-                                                                   np.ndarray]:
-    """Initial states within the constraints, distinct and sorted by fingerprint (as
-    `bfs._initial_level` orders them)."""
+def _initial_states(machine: Machine, kernel: Kernel, canon: Canonicalizer | None
+                    ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """Initial states within the constraints (their representatives, under symmetry),
+    distinct and sorted by fingerprint (as `bfs._initial_level` orders them)."""
     scalar = ScalarMachine(machine)
     states = [s for s in machine.init_states if scalar.within_constraints(s)]
     if not states:
         raise CheckerError(f"spec {machine.spec_name}: no initial state satisfies the constraints")
     layout = kernel.layout
-    fps = layout.fingerprints(layout.pack_states(states))
+    words = layout.pack_states(states)
+    if canon is not None:
+        words = canon.canonical(words)
+        states = [layout.unpack(tuple(int(w[i]) for w in words)) for i in range(len(states))]
+    fps = layout.fingerprints(words)
     order = np.argsort(fps, kind="stable")
     fps = fps[order]
     keep = np.concatenate(([True], fps[1:] != fps[:-1]))
@@ -486,6 +502,10 @@ def _stats(run: _Run) -> dict[str, Any]:
         "partitions": run.run_dir.partitions,
         "run_dir": str(run.run_dir.path),
     })
+    if run.canon is not None:
+        stats["symmetry"] = (f"{run.canon.group.size:,} permutations of "
+                             f"{', '.join(s.name for s in run.machine.scalarsets)}; one "
+                             f"state per orbit ({run.canon.method})")
     return stats
 
 
@@ -514,6 +534,8 @@ def _path(run: _Run, depth: int, fp: int) -> Trace:
         actions.append(int(rows.actions[at]))
         fp = int(rows.parents[at])
     index = int(np.searchsorted(run.init_fps, U64(fp)))  # sorted, distinct
+    if run.canon is not None:  # a path of representatives, lifted to a concrete trace
+        return concrete_trace(run.kernel, run.canon, run.init_states[index], actions[::-1])
     return replay(run.machine, run.init_states[index], actions[::-1])
 
 
