@@ -17,6 +17,7 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -255,17 +256,21 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
+@click.option("--spark-log", is_flag=True,
+              help="Show Spark's own log lines (JVM, log4j, py4j) on the terminal  "
+                   "[default: in a file in the system's temp folder, named in the header]")
 @click.option("--symmetry/--no-symmetry", default=True, show_default=True,
-              help="Store one state per orbit of the spec's scalarsets (bfs; liveness is "
-                   "still checked on every state).")
+              help="Store one state per orbit of the spec's scalarsets (bfs, and spark for a "
+                   "model without liveness; liveness is still checked on every state).")
 @click.option("--check-symmetry", is_flag=True,
               help="First test that the spec's scalarsets are symmetries; refuse if not.")
 def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
           checkpoint_every: float, timeout: float | None, master: str | None,
-          partitions: int | None, run_dir: str | None, resume: str | None,
+          partitions: int | None, run_dir: str | None, resume: str | None, spark_log: bool,
           symmetry: bool, check_symmetry: bool, workers: int | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
-    spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir}
+    spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir,
+                  "--spark-log": spark_log or None}
     if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
         given = next(k for k, v in spark_only.items() if v is not None)
         raise click.UsageError(f"{given} applies to --engine spark")
@@ -298,13 +303,16 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         from checker.engines.spark.run_dir import default_path
 
         folder = resume or run_dir or str(default_path(model.name))
+        log = None if spark_log else str(Path(tempfile.gettempdir())
+                                          / f"ctmc-spark-{model.name}-{os.getpid()}.log")
         engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
-                      **({"partitions": partitions} if partitions else {}))
+                      **({"partitions": partitions} if partitions else {}),
+                      **({"spark_log": log} if log else {}))
         options = SparkOptions(
             master=engine["master"], partitions=partitions, run_dir=folder,
             resume=resume is not None, max_depth=engine["max_depth"] or None,
             deadlock=engine["deadlock"], label=model.name, progress=progress,
-            symmetry=symmetry)
+            symmetry=symmetry, log_file=log)
     else:
         folder = resume or checkpoint
         if timeout is not None:

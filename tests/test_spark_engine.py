@@ -392,6 +392,34 @@ def test_cli_runs_resumes_and_refuses(spark, tmp_path):
     assert (run_dir / "run.json").exists() and (run_dir / "level=0").is_dir()
 
 
+def test_a_spark_run_shows_only_its_own_lines_and_stops_on_ctrl_c_in_one(tmp_path):
+    """From the first second ctmc says what it does; Spark's JVM, log4j and py4j lines go
+    to a log file, not the terminal; Ctrl-C is one line (no traceback) and exit 130."""
+    import signal
+
+    run = subprocess.Popen([sys.executable, "-m", "ctmc", "check", "tracker_bench_medium",
+                            "--engine", "spark", "--master", LOCAL, "--no-symmetry",
+                            "--run-dir", str(tmp_path / "run")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert run.stderr is not None
+    lines = []
+    for line in run.stderr:
+        lines.append(line.rstrip("\n"))
+        if line.startswith("level   6"):
+            run.send_signal(signal.SIGINT)
+            break
+    lines += run.communicate(timeout=120)[1].splitlines()
+    assert run.returncode == 130, lines
+    assert lines[0] == f"starting Spark on {LOCAL}", lines  # at once (header: stdout)
+    assert any(line.startswith("Spark is up: ") for line in lines), lines
+    assert lines[-1].startswith("interrupted; to resume, run the same command with --resume"), \
+        lines
+    assert not [line for line in lines if "Traceback" in line or "WARN" in line
+                or "log level" in line or "ERROR" in line], lines
+    assert list(tmp_path.glob("ctmc-spark-tracker_bench_medium-*.log"))  # Spark's lines
+
+
 def test_executors_use_the_drivers_interpreter_from_a_venv_not_activated(tmp_path):
     """Run from a venv that is not activated, with a `python3` on the PATH that lacks
     numpy and pyarrow: the executors still run the driver's interpreter (issue: PySpark

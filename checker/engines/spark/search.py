@@ -145,7 +145,14 @@ def check(machine: Machine, options: SparkOptions | None = None,
     if options.resume:  # verified before Spark starts: a damaged level costs no startup
         run_dir, progress = spark_run_dir.resume(path, identity, options.partitions, A)
     if spark is None:
-        spark = spark_session(options.master, options.driver_memory)
+        if options.progress is not None:  # the JVM takes seconds: say so from the first
+            options.progress(f"starting Spark on {options.master}")
+        with Heartbeat(options.progress, f"starting Spark on {options.master}"):
+            spark = spark_session(options.master, options.driver_memory,
+                                  log=Path(options.log_file) if options.log_file else None)
+        if options.progress is not None:
+            options.progress(f"Spark is up: {spark.sparkContext.defaultParallelism} cores "
+                             f"on {options.master}")
     if not options.resume:
         partitions = options.partitions or max(MIN_PARTITIONS,
                                                2 * spark.sparkContext.defaultParallelism)

@@ -8,6 +8,7 @@ connection within seconds, or the run is refused with one line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import socket
@@ -28,8 +29,9 @@ _LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,
 
 
 def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None,
-                  conf: dict[str, str] | None = None) -> SparkSession:
+                  conf: dict[str, str] | None = None, log: Path | None = None) -> SparkSession:
     """The active session if it runs on `master`, else a new one (stopping the other).
+    With `log`, what Spark's JVM and py4j print goes to that file, not the terminal.
 
     Fails with one line, and fast, when a standalone master does not answer."""
     check_master(master)
@@ -58,11 +60,42 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
         builder = builder.config(key, value)
     try:
         with no_pandas_warning():
+            if log is not None:
+                _quiet_gateway(master, {**settings, **(conf or {})}, log)
             spark = builder.getOrCreate()
     except Exception as exc:  # no Java, a refused master, ...: py4j and pyspark errors
-        raise CheckerError(f"cannot start Spark on {master}: {first_line(exc)}") from None
+        where = f" (Spark's log: {log})" if log is not None else ""
+        raise CheckerError(f"cannot start Spark on {master}: {first_line(exc)}{where}") \
+            from None
     spark.sparkContext.setLogLevel("ERROR" if _debugging() else "OFF")
     return spark
+
+
+def _quiet_gateway(master: str, settings: dict[str, str], log: Path) -> None:
+    """Start Spark's JVM (unless this process has one) with its output going to `log`:
+    its warnings and console logs, and the Python workers it starts, write there for the
+    whole run, and py4j's Python logger too, so the terminal shows only ctmc's lines.
+    PySpark offers this through `launch_gateway(popen_kwargs=...)`, the gateway then
+    being the one `getOrCreate` uses (it starts one only when there is none)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    to_log = logging.FileHandler(log)
+    py4j = logging.getLogger("py4j")
+    py4j.addHandler(to_log)
+    py4j.propagate = False
+    # py4j also logs through the root logger (`logging.exception`), which would then set
+    # up a handler on stderr: one on the file first keeps Ctrl-C's tracebacks there
+    logging.getLogger().addHandler(to_log)
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName("ctmc")
+    for key, value in settings.items():
+        conf.set(key, value)
+    with open(log, "ab") as out:  # the JVM keeps its own copy of the file
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def first_line(exc: BaseException) -> str:
