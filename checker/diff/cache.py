@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from checker.lang.digest import machine_digest
 from checker.lang.machine import Machine
-from checker.models import build_machine, load_model
+from checker.models import Model, build_machine
 from checker.outputs import replace_text
 from checker.progress import PROGRESS_SECONDS
 from checker.traces.itf import trace_to_itf
@@ -52,13 +52,12 @@ class Entry:
     machine: Machine  # the reader's, whose spec reference the files get
 
     @classmethod
-    def of(cls, request: SideRequest, checker_dir: Path,
+    def of(cls, request: SideRequest, model: Model, machine: Machine, checker_dir: Path,
            ignored: tuple[str, ...]) -> Entry | None:
-        """The entry for `request`, whose fields in `ignored` do not change its answer;
-        None when the model does not load (the run itself says why)."""
+        """The entry for `request` (whose `model` builds `machine`), whose fields in
+        `ignored` do not change its answer; None when the proof's machine does not build
+        (the run itself says why)."""
         try:
-            model = load_model(Path(request.model_file), Path(request.models_dir))
-            machine = build_machine(model)
             proof = machine_digest(build_machine(model, proof=True)) if request.prove else ""
         except Exception:  # noqa: BLE001 - not cached: the side's run reports it
             return None

@@ -71,14 +71,23 @@ def answer_side(request: SideRequest, progress: Any = None) -> dict[str, Any]:
     """The side's answer (see the module docstring), from the cache when it has it; a
     side whose twin (the same key) is running waits for its answer instead of searching
     the same states again."""
+    try:
+        model = load_model(Path(request.model_file), Path(request.models_dir))
+        machine = build_machine(model)
+    except Exception:  # noqa: BLE001 - the gate's run of it says what is wrong
+        model, machine = None, None
+
     def work() -> dict[str, Any]:
-        return _check(request, progress) if request.mode == CHECK else _explore(request,
-                                                                                progress)
+        if request.mode == CHECK:
+            return _check(request, progress, "" if machine is None else machine_digest(machine))
+        return _explore(request, progress)
 
     ignored = ("model_file", "models_dir", "trace_dir", "answer_file", "graph_file",
                "cache_dir", "workers") + (("graph_max_states",) if request.mode == CHECK
                                           else ("prove",))
-    entry = cache.Entry.of(request, CHECKER_DIR, ignored) if request.cache_dir else None
+    entry = None
+    if request.cache_dir and model is not None and machine is not None:
+        entry = cache.Entry.of(request, model, machine, CHECKER_DIR, ignored)
     if entry is None:
         return work() | {"cache": ""}
     with entry.claimed(progress):
@@ -91,18 +100,14 @@ def answer_side(request: SideRequest, progress: Any = None) -> dict[str, Any]:
     return answer
 
 
-def _check(request: SideRequest, progress: Any) -> dict[str, Any]:
-    """The gate's run of the model, and the digest of what its spec means (equal digests:
+def _check(request: SideRequest, progress: Any, digest: str) -> dict[str, Any]:
+    """The gate's run of the model, and `digest`, what its spec means (equal digests:
     equal behaviours, so the state graphs need not be compared)."""
     result = run_model(Path(request.model_file), Path(request.models_dir),
                        Path(request.trace_dir), progress=progress, workers=request.workers,
                        prove=request.prove)
-    digest = ""
-    if not result.broken:
-        digest = machine_digest(build_machine(load_model(Path(request.model_file),
-                                                         Path(request.models_dir))))
-    return {"gate": to_json(GateReport([result]))["results"][0], "digest": digest,
-            "broken": result.broken}
+    return {"gate": to_json(GateReport([result]))["results"][0],
+            "digest": "" if result.broken else digest, "broken": result.broken}
 
 
 def _explore(request: SideRequest, progress: Any) -> dict[str, Any]:
