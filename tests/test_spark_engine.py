@@ -410,7 +410,7 @@ def test_a_spark_run_shows_only_its_own_lines_and_stops_on_ctrl_c_in_one(tmp_pat
             run.send_signal(signal.SIGINT)
             break
     lines += run.communicate(timeout=120)[1].splitlines()
-    assert run.returncode == 130, lines
+    assert run.returncode == 130, lines[-3:]
     assert lines[0] == f"starting Spark on {LOCAL}", lines  # at once (header: stdout)
     assert any(line.startswith("Spark is up: ") for line in lines), lines
     assert lines[-1].startswith("interrupted; to resume, run the same command with --resume"), \

@@ -69,7 +69,12 @@ from checker.engines.spark.levels import (
 from checker.engines.spark.liveness import check_liveness
 from checker.engines.spark.options import SparkOptions, reduces_by_symmetry
 from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir, level_file
-from checker.engines.spark.session import check_master, first_line, spark_session
+from checker.engines.spark.session import (
+    INTERRUPTED,
+    check_master,
+    first_line,
+    spark_session,
+)
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.outputs import check_folder_takes_files
@@ -138,6 +143,7 @@ def check(machine: Machine, options: SparkOptions | None = None,
     starting one on `options.master`."""
     options = options or SparkOptions()
     preflight(machine, options)
+    INTERRUPTED.clear()
     ref = MachineRef.of(machine, reduces_by_symmetry(machine, options))
     identity = _identity(machine, options)
     A = len(machine.actions)
@@ -240,6 +246,8 @@ def _prepare(run: _Run) -> None:
         blind = context.parallelize(range(tasks), tasks) \
             .filter(partial(_cannot_read, run.ref, root)).count()
     except (Py4JError, PySparkException) as exc:
+        if INTERRUPTED.is_set():
+            raise KeyboardInterrupt from None
         raise CheckerError(f"Spark could not run a task on {run.options.master} "
                            f"({first_line(exc)})") from None
     if blind:
@@ -374,6 +382,8 @@ def _expand_level(run: _Run) -> _Level:
         with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
             summaries = level_job(run, task).collect()
     except (Py4JError, PySparkException) as exc:
+        if INTERRUPTED.is_set():  # Ctrl-C cancelled the job: an interrupt, not a failure
+            raise KeyboardInterrupt from None
         raise CheckerError(f"the Spark job building level {run.depth + 1} failed "
                            f"({_cause(exc)}); "
                            f"levels 0-{run.depth} are kept in {run.run_dir.path}: resume with "

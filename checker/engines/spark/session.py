@@ -11,13 +11,16 @@ import contextlib
 import logging
 import os
 import re
+import signal
 import socket
 import struct
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 
 from pyspark.sql import SparkSession
 
@@ -68,7 +71,34 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
         raise CheckerError(f"cannot start Spark on {master}: {first_line(exc)}{where}") \
             from None
     spark.sparkContext.setLogLevel("ERROR" if _debugging() else "OFF")
+    _watch_ctrl_c()
     return spark
+
+
+INTERRUPTED = threading.Event()  # Ctrl-C arrived during the run (see `_watch_ctrl_c`)
+
+
+def _watch_ctrl_c() -> None:
+    """Note Ctrl-C before PySpark's own handler runs. That handler cancels the running
+    jobs, so the job the driver waits on can fail before the KeyboardInterrupt reaches
+    it (the engine asks `INTERRUPTED` to tell that failure from a real one), and the
+    cancel itself can fail (py4j busy with the call the signal interrupted): whatever it
+    raises, Ctrl-C is a KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if getattr(previous, "ctmc_watch", False):
+        return
+
+    def noted(signum: int, frame: FrameType | None) -> None:
+        INTERRUPTED.set()
+        with contextlib.suppress(Exception):  # its cancel fails while py4j is busy
+            if callable(previous):
+                previous(signum, frame)
+        raise KeyboardInterrupt
+
+    noted.ctmc_watch = True  # type: ignore[attr-defined]
+    signal.signal(signal.SIGINT, noted)
 
 
 def _quiet_gateway(master: str, settings: dict[str, str], log: Path) -> None:
