@@ -44,7 +44,6 @@ class ModelDiff:
     findings: list[Finding] = field(default_factory=list)
     new_behaviour: BehaviourDiff | None = None  # head allows, base does not
     lost_behaviour: BehaviourDiff | None = None  # base allows, head does not
-    variables_note: str = ""
 
     def regressions(self, fail_on: tuple[str, ...]) -> list[Finding]:
         return [f for f in self.findings if f.policy in ALWAYS or f.policy in fail_on]

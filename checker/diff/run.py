@@ -81,7 +81,7 @@ def run_diff(options: DiffOptions) -> DiffReport:
     head_root = repository_root(_anchor(options))
     with base_version(options.base, head_root) as base, \
             tempfile.TemporaryDirectory(prefix="ctmc-diff-") as scratch:
-        head = Version("head", head_root)
+        head = Version(head_root)
         files = _model_files(options, base, head_root)
         checks = {(i, side): _request(options, version, side, relative, head_root,
                                       Path(scratch) / f"{i}-{side}")
@@ -285,10 +285,9 @@ def _compare_behaviours(diff: ModelDiff, options: DiffOptions, base: Version,
     added = [v for v in new["vars"] if v not in shared]
     removed = [v for v in old["vars"] if v not in shared]
     if added or removed:
-        diff.variables_note = "compared over the shared variables only" + "".join(
+        diff.findings.append(Finding(INFO, "compared over the shared variables only" + "".join(
             f"; {word}: {', '.join(names)}" for word, names in
-            (("added", added), ("removed", removed)) if names)
-        diff.findings.append(Finding(INFO, diff.variables_note))
+            (("added", added), ("removed", removed)) if names)))
     provenance = {"model": diff.name, "diff_base": options.base}
     diff.new_behaviour = _direction(diff, new, old, shared, options, "base", "new",
                                     provenance)

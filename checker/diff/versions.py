@@ -38,7 +38,6 @@ class Version:
     """Where one version's files are: `root` stands for the repository's top folder, and
     `import_path` holds the spec packages this version imports first ("" for none)."""
 
-    label: str  # "head", or how the user named BASE
     root: Path
     import_path: str = ""
     exported: bool = False  # `root` is a temporary export, gone after the run
@@ -84,7 +83,7 @@ def base_version(base: str, head_root: Path) -> Iterator[Version]:
             tree = scratch / "tree"
             tree.mkdir()
             _export(commit, head_root, tree)
-        yield Version(base, tree, _import_path(tree, head_root, scratch / "imports"),
+        yield Version(tree, _import_path(tree, head_root, scratch / "imports"),
                       exported=commit is not None)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
