@@ -38,6 +38,7 @@ from checker.engines.result import UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
+from checker.engines.symbolic.source import lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError, EvalError
 from checker.lang import expr as E
@@ -556,8 +557,6 @@ def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
 def as_source(cands: list[Candidate], prefix: str = "Inferred", first: int = 0) -> str:
     """Lemmas as spec source to paste into a build function (`m` is the builder),
     numbered from `first`."""
-    blocks = []
-    for i, c in enumerate(cands, first):
-        blocks.append(f"@m.lemma\ndef {prefix}{i}(s):  # noqa: N802\n"
-                      f"    \"\"\"Inferred by ctmc infer.\"\"\"\n    return {c.source}\n")
-    return "\n".join(blocks)
+    return "\n".join(lemma_block(f"{prefix}{i}", "Inferred by ctmc infer.",
+                                 f"    return {c.source}\n")
+                     for i, c in enumerate(cands, first))

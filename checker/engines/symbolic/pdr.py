@@ -38,7 +38,7 @@ from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED, ProofResult
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
-from checker.engines.symbolic.source import SourceWriter, Unwritable
+from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.lang.machine import Machine
 from checker.progress import Heartbeat
@@ -92,8 +92,15 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             if deadline.expired() or why in ("timeout", "canceled"):
                 return done(UNKNOWN, deadline.describe("Spacer's search"))
             return done(UNKNOWN, f"Spacer answered unknown ({why})")
-        if answer == z3.sat:
-            return _counterexample(machine, options, deadline, done)
+        if answer == z3.sat:  # BMC finds the shortest path to a bad state
+            found = bmc(machine, BmcOptions(depth=_NO_DEPTH_LIMIT, deadlock=options.deadlock,
+                                            progress=options.progress), deadline)
+            if found.outcome == UNKNOWN or found.violation is None:
+                return done(UNKNOWN, f"Spacer found a bad state reachable, and BMC did not "
+                                     f"find the path to it "
+                                     f"({found.stats.get('unknown', 'no violation')})")
+            return done(COUNTEREXAMPLE, found.violation.message, violation=found.violation,
+                        error=found.outcome == ERROR)
         invariant = z3.substitute_vars(fp.get_cover_delta(-1, reach), *u.state(0))
         failed = recheck(u, invariant, options.deadlock, deadline)
         if failed:
@@ -215,26 +222,12 @@ def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef]) -> tupl
             body = ("    # not in the spec language; in Z3's syntax:\n"
                     + "".join(f"    #   {line}\n" for line in str(clause).splitlines())
                     + "    return True\n")
-        blocks.append(f"@m.lemma\ndef Pdr{i}(s):  # noqa: N802\n"
-                      f"    \"\"\"Found by ctmc prove --engine pdr.\"\"\"\n{body}")
+        blocks.append(lemma_block(f"Pdr{i}", "Found by ctmc prove --engine pdr.", body))
     used = sorted({name for name in ("And", "Or", "Not", "Implies")
                    if any(f"{name}(" in block for block in blocks)})
     needs = f"# the spec module needs: from checker.lang import {', '.join(used)}\n" \
         if used else ""
     return needs + "\n".join(blocks), unwritten
-
-
-def _counterexample(machine: Machine, options: ProveOptions, deadline: Deadline,
-                    done: object) -> ProofResult:
-    """Spacer reached a bad state: BMC finds the shortest path to one."""
-    found = bmc(machine, BmcOptions(depth=_NO_DEPTH_LIMIT, deadlock=options.deadlock,
-                                    progress=options.progress), deadline)
-    assert callable(done)
-    if found.outcome == UNKNOWN or found.violation is None:
-        return done(UNKNOWN, f"Spacer found a bad state reachable, and BMC did not find the "
-                             f"path to it ({found.stats.get('unknown', 'no violation')})")
-    return done(COUNTEREXAMPLE, found.violation.message, violation=found.violation,
-                error=found.outcome == ERROR)
 
 
 def _figures(fp: z3.Fixedpoint) -> dict[str, float]:

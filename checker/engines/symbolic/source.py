@@ -22,6 +22,13 @@ from checker.lang.machine import Machine, Slot
 _MAX_REPEAT = 4  # the largest coefficient written as a repeated sum
 
 
+def lemma_block(name: str, doc: str, body: str) -> str:
+    """One `@m.lemma` function of spec source: `body` is its indented lines, the last a
+    `return`. `infer` and PDR print what they find this way, to paste into a build
+    function."""
+    return f"@m.lemma\ndef {name}(s):  # noqa: N802\n    \"\"\"{doc}\"\"\"\n{body}"
+
+
 class Unwritable(Exception):
     """A formula the spec language cannot state."""
 
