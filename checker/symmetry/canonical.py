@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64, Layout
 from checker.symmetry.group import Element, SymmetryGroup
+
+if TYPE_CHECKING:
+    from checker.engines.explicit.successors import Kernel
 
 SORT_FROM = 4  # members: below, trying all k! images is cheaper (bench/canonical_form.py)
 
@@ -45,6 +49,15 @@ class _Move:
 
 
 _Plan = tuple[list[np.uint64], list[_Move]]  # bits each word keeps, fields it rewrites
+
+
+def reduce_by_orbits(kernel: Kernel) -> Canonicalizer:
+    """Have `kernel` map every batch of successors to its orbits' representatives, by the
+    one canonical form every engine uses (the local BFS, Spark's driver and executors),
+    and return that form."""
+    canon = Canonicalizer(SymmetryGroup(kernel.machine), kernel.layout)
+    kernel.canonical = canon.canonical
+    return canon
 
 
 class Canonicalizer:

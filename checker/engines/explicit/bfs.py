@@ -53,9 +53,8 @@ from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
-from checker.symmetry.canonical import Canonicalizer
+from checker.symmetry.canonical import Canonicalizer, reduce_by_orbits
 from checker.symmetry.concrete import concrete_trace
-from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-2"
@@ -199,8 +198,7 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
                      enabled=np.zeros(A, dtype=np.int64),
                      new_states=np.zeros(A, dtype=np.int64), last_save=started)
     if reduces_by_symmetry(machine, options):
-        search.canon = Canonicalizer(SymmetryGroup(machine), kernel.layout)
-        kernel.canonical = search.canon.canonical
+        search.canon = reduce_by_orbits(kernel)
     if options.checkpoint_dir:
         _take_checkpoint(search)
     # memory held back so that a search that runs out of it can still save its levels

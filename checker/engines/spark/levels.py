@@ -107,11 +107,9 @@ def kernel_for(ref: MachineRef) -> Kernel:
         _frugal_arrow()
         kernel = _KERNELS[ref] = Kernel(ref.build())
         if ref.symmetry:
-            from checker.symmetry.canonical import Canonicalizer
-            from checker.symmetry.group import SymmetryGroup
+            from checker.symmetry.canonical import reduce_by_orbits
 
-            kernel.canonical = Canonicalizer(SymmetryGroup(kernel.machine),
-                                             kernel.layout).canonical
+            reduce_by_orbits(kernel)
     return kernel
 
 

@@ -80,9 +80,8 @@ from checker.lang.machine import Machine
 from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
 from checker.progress import Heartbeat
-from checker.symmetry.canonical import Canonicalizer
+from checker.symmetry.canonical import Canonicalizer, reduce_by_orbits
 from checker.symmetry.concrete import concrete_trace
-from checker.symmetry.group import SymmetryGroup
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "spark-3"
@@ -167,8 +166,7 @@ def check(machine: Machine, options: SparkOptions | None = None,
     kernel = Kernel(machine)
     canon = None
     if ref.symmetry:
-        canon = Canonicalizer(SymmetryGroup(machine), kernel.layout)
-        kernel.canonical = canon.canonical
+        canon = reduce_by_orbits(kernel)
     init_states, init_fps = _initial_states(machine, kernel, canon)
     run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
                init_fps, time.perf_counter(), canon)
