@@ -491,19 +491,28 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
               help="Random walks when the model is too big to exhaust.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
 @click.option("--with-spec-lemmas", "spec_lemmas", is_flag=True,
-              help="Keep the spec's own lemmas in the pool: propose only what they lack.")
+              help="Start from the spec's own lemmas: propose only what they lack.")
+@click.option("--search", type=click.Choice(["cti", "houdini"]), default="cti",
+              show_default=True,
+              help="cti: from the invariants up, choosing lemmas that rule out "
+                   "counterexamples to induction; houdini: the largest inductive subset "
+                   "of every candidate.")
+@click.option("--workers", type=click.IntRange(min=1), metavar="N",
+              help="Processes sharing the goals of the proof that checks what was found "
+                   "(as `prove --workers`)  [default: every usable core]")
 @_deadline_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @_models_dir_option
 @click.pass_obj
 def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_states: int,
-              walks: int, seed: int, spec_lemmas: bool, timeout: float | None, as_json: bool,
-              quiet: bool) -> int:
-    """Propose lemmas for MODEL: template predicates over its variables, kept if every
-    reachable state satisfies them and they are mutually inductive (Houdini, Z3).
-    Prints them as spec source, and whether they prove the invariants (exit 0) or
-    not (exit 3). The spec's own lemmas are left out unless --with-spec-lemmas."""
+              walks: int, seed: int, spec_lemmas: bool, search: str, workers: int | None,
+              timeout: float | None, as_json: bool, quiet: bool) -> int:
+    """Propose lemmas for MODEL: clauses over its variables that every reachable state
+    satisfies, chosen until the invariants are inductive (Z3 finds counterexamples to
+    induction; a lemma rules each out). Prints them as spec source, and whether they
+    prove the invariants (exit 0) or not (exit 3). The spec's own lemmas are left out
+    unless --with-spec-lemmas."""
     from checker.engines.symbolic.infer import InferOptions, infer
 
     started = time.perf_counter()  # --timeout counts loading and encoding too
@@ -512,7 +521,8 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
                                              timeout=timeout, started=started,
-                                             spec_lemmas=spec_lemmas,
+                                             spec_lemmas=spec_lemmas, search=search,
+                                             workers=workers or _usable_cores(),
                                              progress=None if quiet else _progress))
     except KeyboardInterrupt:
         raise _Interrupted("interrupted") from None

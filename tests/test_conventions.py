@@ -28,6 +28,7 @@ from checker.errors import CheckerError
 from checker.lang.machine import Property
 from checker.models import build_machine, load_model
 from tests.model_folders import one_error_line, run_cli
+from tests.z3_specs import LOCKSTEP
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 
@@ -186,20 +187,27 @@ def test_a_closed_port_is_refused_at_once():
 
 # --- infer's lemmas -----------------------------------------------------------------------
 
-def test_infer_keeps_no_implied_lemma_and_a_minimal_set_for_the_proof():
+def test_infer_prints_a_minimal_set_for_the_proof_and_keeps_no_implied_lemma():
     machine = build_machine(load_model("tracker_small", MODELS_DIR), {"requests": "1"})
     result = infer(machine, InferOptions())
-    assert result.proves and result.needed and result.implied > 0
-    lemmas = [Property(f"L{i}", c.expr) for i, c in enumerate(result.needed + result.others)]
-    u = Unrolling(machine)
-    solver = new_solver()
-    solver.add(u.enc.domain(u.state(0)), u.explored(0))
-    solver.add(*[u.prop_holds(p, 0) for p in machine.invariants])
-    for p in lemmas:  # none follows from the others
-        others = [u.prop_holds(q, 0) for q in lemmas if q is not p]
-        assert solver.check(*others, z3.Not(u.prop_holds(p, 0))) == z3.sat, p.expr
-    needed = lemmas[:len(result.needed)]
-    for p in needed:  # each needed one is needed: without it the proof fails
-        rest = [q for q in needed if q is not p]
+    assert result.proves and result.needed and result.minimal
+    lemmas = [Property(f"L{i}", c.expr) for i, c in enumerate(result.needed)]
+    assert prove(machine.__class__(**{**machine.__dict__, "lemmas": lemmas}),
+                 ProveOptions()).outcome == PROVED
+    for p in lemmas:  # each needed one is needed: without it the proof fails
+        rest = [q for q in lemmas if q is not p]
         got = prove(machine.__class__(**{**machine.__dict__, "lemmas": rest}), ProveOptions())
         assert got.outcome != PROVED
+    # Houdini's survivors, pruned of the implied ones (a pool small enough to prune whole)
+    lockstep = LOCKSTEP.instantiate()
+    houdini = infer(lockstep, InferOptions(search="houdini"))
+    assert houdini.implied > 0
+    kept = [Property(f"L{i}", c.expr) for i, c in enumerate(houdini.needed + houdini.others
+                                                            or houdini.survivors)]
+    u = Unrolling(lockstep)
+    solver = new_solver()
+    solver.add(u.enc.domain(u.state(0)), u.explored(0))
+    solver.add(*[u.prop_holds(p, 0) for p in lockstep.invariants])
+    for p in kept:  # none follows from the others
+        others = [u.prop_holds(q, 0) for q in kept if q is not p]
+        assert solver.check(*others, z3.Not(u.prop_holds(p, 0))) == z3.sat, p.expr

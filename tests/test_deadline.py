@@ -16,7 +16,6 @@ import pytest
 import z3
 
 from checker.engines.result import UNKNOWN, VIOLATED
-from checker.engines.symbolic import infer as infer_module
 from checker.engines.symbolic.bmc import NOT_LEAST, BmcOptions, bmc
 from checker.engines.symbolic.deadline import Deadline
 from checker.engines.symbolic.induction import (
@@ -26,6 +25,8 @@ from checker.engines.symbolic.induction import (
     prove,
 )
 from checker.engines.symbolic.infer import InferOptions, infer
+from checker.engines.symbolic.infer import pipeline as infer_module
+from checker.engines.symbolic.infer.cti_search import PHASE
 from checker.engines.symbolic.step import STEP_PHASE
 from checker.models import build_machine, load_model
 from checker.reporting.proofs import print_inferred
@@ -99,7 +100,7 @@ def test_infer_stopped_in_houdini_reports_the_candidates_alive_and_no_proof(
         monkeypatch, capsys) -> None:
     monkeypatch.setattr(infer_module, "Deadline",
                         lambda seconds, started=None: RunsOutAt("Houdini round 3"))
-    result = infer(_machine("tracker_small"), InferOptions())
+    result = infer(_machine("tracker_small"), InferOptions(search="houdini"))
     assert result.unknown == "timeout (9 s) during Houdini round 3"
     assert not result.proves and not result.needed
     assert 0 < len(result.survivors) < result.after_states  # two rounds dropped some
@@ -109,6 +110,21 @@ def test_infer_stopped_in_houdini_reports_the_candidates_alive_and_no_proof(
     assert out.startswith("# inconclusive: timeout (9 s) during Houdini round 3; nothing is "
                           "proved\n")
     assert f"# {len(result.survivors):,} candidates still alive" in out
+    assert "They are not a proof." in out and out.count("@m.lemma") == len(result.survivors)
+
+
+def test_infer_stopped_in_the_cti_search_reports_the_lemmas_chosen_and_no_proof(
+        monkeypatch, capsys) -> None:
+    monkeypatch.setattr(infer_module, "Deadline",
+                        lambda seconds, started=None: RunsOutAt(PHASE, 12))
+    result = infer(_machine("tracker_small"), InferOptions())
+    assert result.unknown == f"timeout (9 s) during {PHASE}"
+    assert not result.proves and not result.needed and result.rounds > 0
+    assert 0 < len(result.survivors) < result.after_states
+    print_inferred(result, spec_lemmas=False)
+    out = capsys.readouterr().out
+    assert out.startswith(f"# inconclusive: timeout (9 s) during {PHASE}; nothing is proved\n")
+    assert f"# {len(result.survivors):,} candidates still alive: chosen in " in out
     assert "They are not a proof." in out and out.count("@m.lemma") == len(result.survivors)
 
 

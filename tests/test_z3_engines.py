@@ -145,9 +145,10 @@ def test_tracker_invariants_are_proved_with_the_spec_lemmas() -> None:
 
 def test_infer_finds_the_strengthening_and_it_pastes_as_a_lemma() -> None:
     result = infer(LOCKSTEP.instantiate(), InferOptions())
-    assert result.proves and not result.sampled
-    assert any(c.source == "s.x == s.y" for c in result.survivors)
-    source = as_source(result.survivors)
+    assert result.proves and not result.sampled and result.minimal
+    # the first literal ruling out YSmall's CTIs; with it, inc cannot push y past x
+    assert [c.source for c in result.needed] == ["s.x >= s.y"] and result.made == 0
+    source = as_source(result.needed)
     pasted = Spec("pasted", "lockstep with the inferred lemmas pasted in")
 
     @pasted.build
@@ -186,7 +187,7 @@ def test_infer_with_spec_lemmas_proposes_what_they_lack() -> None:
         machine, lemmas=[p for p in machine.lemmas if p.name == "Positive"])
     result = infer(partial, InferOptions(spec_lemmas=True))
     assert result.proves and result.candidates > 0 and result.spec_lemmas_dropped == []
-    assert any(c.source == "s.x == s.y" for c in result.survivors)  # InStep, inferred
+    assert [c.source for c in result.needed] == ["s.x >= s.y"]  # what InStep gave
     assert "Positive" not in result.spec_lemmas_used
 
 
@@ -321,8 +322,12 @@ def test_cli_timeout_is_unknown_never_proved(models: Path) -> None:
 def test_cli_infer_prints_lemmas_that_prove(models: Path) -> None:
     result = run(models, "infer", "lockstep", "-q")
     assert result.exit_code == 0, result.output
-    assert "@m.lemma" in result.stdout and "s.x == s.y" in result.stdout
+    assert "@m.lemma" in result.stdout and "return s.x >= s.y" in result.stdout
     assert "they prove every invariant" in result.stdout
+    assert "1 chosen in 2 rounds of counterexamples to induction" in result.stdout
+    houdini = run(models, "infer", "lockstep", "--search", "houdini", "-q")
+    assert houdini.exit_code == 0, houdini.output
+    assert "return s.x == s.y" in houdini.stdout and "Houdini round" in houdini.stdout
 
 
 def test_cli_infer_with_spec_lemmas_names_the_ones_used(models: Path) -> None:

@@ -74,8 +74,11 @@ def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str,
     return {
         "model": model.name, "params": machine.params, "candidates": result.candidates,
         "true_in_states": result.after_states, "states": result.states,
-        "sampled": result.sampled, "houdini_rounds": result.houdini_rounds,
-        "implied": result.implied, "proves": result.proves,
+        "sampled": result.sampled, "search": result.search, "rounds": result.rounds,
+        "made": result.made, "implied": result.implied, "proves": result.proves,
+        "minimal": result.minimal,
+        "stuck": None if result.stuck is None else
+        {"goal": result.stuck.goal, "state": result.stuck.state, "why": result.stuck.why},
         "dropped": result.dropped_invariants,
         "needed": [c.source for c in result.needed],
         "others": [c.source for c in result.others] if result.proves
@@ -96,18 +99,24 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
                    f"nothing to add. Used: {', '.join(result.spec_lemmas_used)}")
         return
     where = "sampled" if result.sampled else "reachable"
-    rounds = f"{result.houdini_rounds} Houdini round{'s' if result.houdini_rounds != 1 else ''}"
     click.echo(f"# {result.candidates:,} candidates; {result.after_states:,} true in all "
-               f"{result.states:,} {where} states; {len(result.survivors):,} inductive after "
-               f"{rounds}, once {result.implied:,} implied by the others are dropped")
+               f"{result.states:,} {where} states; {_how_found(result)}")
     if result.proves:
-        click.echo(f"# they prove every invariant (1-induction). The proof needs these "
-                   f"{len(result.needed)} (a minimal set: without any one it fails):\n")
+        which = "a minimal set: without any one it fails" if result.minimal else \
+            "those its unsat cores used"
+        click.echo(f"# they prove every invariant (1-induction, checked apart from the "
+                   f"search). The proof needs these {len(result.needed)} ({which}):\n")
         click.echo(as_source(result.needed), nl=False)
         if result.others:
             click.echo(f"\n# also true and inductive, but not needed by the proof "
                        f"({len(result.others)}):\n")
             click.echo(as_source(result.others, first=len(result.needed)), nl=False)
+    elif result.stuck is not None:
+        state = ", ".join(f"{k}={v}" for k, v in result.stuck.state.items())
+        click.echo(f"# no proof: no lemma rules out this state, from which one step breaks "
+                   f"{result.stuck.goal} ({result.stuck.why}): {state}")
+        click.echo(f"# the {len(result.survivors)} lemmas chosen until then:\n")
+        click.echo(as_source(result.survivors), nl=False)
     else:
         click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
                    f"{len(result.survivors)} inductive ones:\n")
@@ -116,6 +125,16 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
         click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
                    f"; not inductive with the rest: "
                    f"{', '.join(result.spec_lemmas_dropped) or 'none'}")
+
+
+def _how_found(result: InferResult) -> str:
+    plural = "s" if result.rounds != 1 else ""
+    if result.search == "houdini":
+        return (f"{len(result.survivors):,} inductive after {result.rounds} Houdini "
+                f"round{plural}, once {result.implied:,} implied by the others are dropped")
+    return (f"{len(result.survivors):,} chosen in {result.rounds} round{plural} of "
+            f"counterexamples to induction, {result.made:,} of them clauses made from "
+            f"counterexamples no template ruled out")
 
 
 def _print_stopped(result: InferResult) -> None:

@@ -124,10 +124,12 @@ class Unrolling:
     def init(self, i: int = 0, upto: int | None = None) -> z3.BoolRef:
         """s_i is one of the initial states that satisfy the constraints (the first
         `upto + 1` of them, if given)."""
-        s = self.state(i)
         inits = [x for x in self.machine.init_states if self.scalar.within_constraints(x)]
-        return z3.Or([z3.And([self._eq(v, x) for v, x in zip(s, st, strict=True)])
-                      for st in inits[:None if upto is None else upto + 1]])
+        return z3.Or([self.equals(i, st) for st in inits[:None if upto is None else upto + 1]])
+
+    def equals(self, i: int, state: State) -> z3.BoolRef:
+        """s_i is `state`."""
+        return z3.And([self._eq(v, x) for v, x in zip(self.state(i), state, strict=True)])
 
     def n_inits(self) -> int:
         return sum(1 for x in self.machine.init_states if self.scalar.within_constraints(x))

@@ -1,0 +1,182 @@
+"""Houdini (Flanagan and Leino, 2001): the largest subset of the candidates that is
+inductive together, found by dropping whatever a counterexample falsifies.
+
+Every candidate and the invariants are assumed in s0; after one step Z3 is asked for
+a successor falsifying one. The falsified ones are dropped and the query repeated
+until none is: the survivors are then mutually inductive, hence true in every
+reachable state. Invariants take part as members that may fall: if one does, the
+candidates cannot prove it. `infer --search houdini` uses it; the default search
+(`cti_search`) starts from the invariants instead and scales with what the proof
+needs, not with the number of candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import z3
+
+from checker.backends.scalar import ScalarMachine
+from checker.backends.vector import compile_batch, dtype_for, slot_reader
+from checker.engines.symbolic.deadline import Deadline, OutOfTime
+from checker.engines.symbolic.unroll import Unrolling, new_solver
+from checker.errors import CheckerError, EvalError
+from checker.lang.expr import BOOL
+from checker.lang.machine import Machine, Property
+from checker.progress import Heartbeat
+
+GROUP = 64  # members compiled and evaluated together
+
+
+class HoudiniStopped(OutOfTime):
+    """The deadline passed in Houdini round `rounds + 1`: `alive` (names) still stand."""
+
+    def __init__(self, phase: str, alive: list[str], rounds: int):
+        super().__init__(phase)
+        self.alive, self.rounds = alive, rounds
+
+
+
+NO_ERROR = "(no action errs)"
+EXPANSION = 2000  # states run from each Houdini counterexample's first state
+
+
+def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
+            progress: Callable[[str], None] | None,
+            expand: int = EXPANSION) -> tuple[set[str], int]:
+    """The largest subset of `props` that is inductive with one step, with the
+    invariants, the step invariants and "no action errs" as members that may fall
+    like any candidate: returns (surviving names, rounds).
+
+    Each counterexample Z3 returns has a first state satisfying every member still
+    alive. Every state reachable from it then satisfies the greatest inductive
+    subset, so whatever falls in any of them (up to `expand` states, run by the
+    scalar backend and judged in NumPy batches) is dropped in the same round: the
+    result is the same fixpoint, in fewer solver calls. Raises HoudiniStopped, with
+    the members still alive, when the deadline passes."""
+    deadline = deadline or Deadline(None)
+    deadline.check("Houdini")
+    u = Unrolling(machine, deadline=deadline)
+    solver = new_solver()
+    solver.add(u.admissible(0), u.step(0), u.enc.domain(u.state(1)))
+    pool = machine.invariants + props
+    pre = {p.name: u.prop_holds(p, 0) for p in pool}
+    post = {p.name: u.prop_holds(p, 1) for p in pool}
+    pre[NO_ERROR], post[NO_ERROR] = u.no_error(0), u.no_error(1)
+    steps = {p.name: u.step_prop_holds(p, 1) for p in machine.step_invariants}
+    lits = {name: z3.Bool(f"cand:{name}") for name in pre}
+    for name, term in pre.items():
+        solver.add(z3.Implies(lits[name], term))
+    explored = u.explored(1)
+    concrete = _Concrete(machine, pool)
+    alive = list(steps) + list(pre)
+    rounds = 0
+    try:
+        while True:
+            rounds += 1
+            goal = z3.And(*[steps[n] for n in alive if n in steps],
+                          z3.Implies(explored, z3.And([post[n] for n in alive if n in post])))
+            solver.push()
+            solver.add(z3.Not(goal))
+            with Heartbeat(progress, f"houdini round {rounds:>3} | solving, "
+                                     f"{len(alive):,} alive"):
+                answer = deadline.solve(solver, f"Houdini round {rounds}",
+                                        *[lits[n] for n in alive if n in lits])
+            if answer == z3.unknown:
+                raise CheckerError(f"infer: the solver gave up during Houdini "
+                                   f"({solver.reason_unknown()})")
+            if answer == z3.unsat:
+                solver.pop()
+                return set(alive), rounds
+            model = solver.model()
+            on = z3.is_true(model.eval(explored, model_completion=True))
+            fell = {n for n in alive if z3.is_false(model.eval(
+                steps[n] if n in steps else post[n], model_completion=True))
+                and (n in steps or on)}
+            solver.pop()
+            start = u.decode(model, 0)[0]
+            fell |= concrete.falls_from(start, set(alive) - fell, expand, deadline)
+            alive = [n for n in alive if n not in fell]
+            if progress:
+                named = ", ".join(sorted(n for n in fell if not n.startswith("Inferred")))
+                progress(f"houdini round {rounds:>3} | dropped {len(fell):>5} | "
+                         f"{len(alive):>5} left" + (f" | fell: {named}" if named else ""))
+    except OutOfTime as out:  # what fell in the unfinished round has not been dropped
+        raise HoudiniStopped(out.phase, alive, rounds - 1) from None
+
+
+class _Concrete:
+    """Runs the states reachable from one state and says which members fall there."""
+
+    def __init__(self, machine: Machine, pool: list[Property]):
+        self.scalar = ScalarMachine(machine)
+        self.actions = machine.actions
+        self.names = [p.name for p in pool]
+        self.filter = _Filter(machine, pool)
+
+    def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int,
+                   deadline: Deadline) -> set[str]:
+        """Members of `alive` some state (or step) reachable from `start` falsifies,
+        exploring breadth-first up to `budget` states (fewer when the deadline passes:
+        what fell so far is as true). `start` must satisfy all of `alive`."""
+        fell: set[str] = set()
+        self.filter.alive[:] = [n in alive for n in self.names]
+        seen, frontier = {start}, [start]
+        while frontier and len(seen) < budget and not deadline.expired():
+            level = []
+            for state in frontier:
+                for action in self.actions:
+                    try:
+                        nxt = self.scalar.step(state, action)
+                        if nxt is None:
+                            continue
+                        fell.update(n for n in self.scalar.violated_step_invariants(state, nxt)
+                                    if n in alive)
+                        if nxt not in seen and self.scalar.within_constraints(nxt):
+                            seen.add(nxt)
+                            level.append(nxt)
+                    except EvalError:
+                        fell.add(NO_ERROR)  # an action or property errs from a reachable state
+            if level:
+                fell.update(self.names[i] for i in self.filter.see_rows(level))
+            frontier = level
+        return fell & alive
+
+
+class _Filter:
+    """Properties still true in every state seen so far, each compiled on its own (a
+    pool member need not be a clause of literals)."""
+
+    def __init__(self, machine: Machine, props: list[Property]):
+        self.props = props
+        self.alive = np.ones(len(props), dtype=bool)
+        self.groups = [list(range(lo, min(lo + GROUP, len(props))))
+                       for lo in range(0, len(props), GROUP)]
+        self._fns: dict[int, Callable] = {}
+        self._bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
+        self.states = 0
+
+    def see(self, read: Callable[[int], np.ndarray], n: int) -> list[int]:
+        """Judge n states (slot j read by `read(j)`); returns the candidates that fell."""
+        self.states += n
+        fell = []
+        for g, members in enumerate(self.groups):
+            live = [i for i in members if self.alive[i]]
+            if not live:
+                continue
+            fn = self._fns.get(g)
+            if fn is None:
+                exprs = [self.props[i].expr for i in members]
+                fn = self._fns[g] = compile_batch(exprs, dtype_for(exprs), f"cands_{g}")
+            outs = fn(read, read)
+            for i, out in zip(members, outs, strict=True):
+                if self.alive[i] and not np.all(out):
+                    self.alive[i] = False
+                    fell.append(i)
+        return fell
+
+    def see_rows(self, states: list[tuple[int, ...]]) -> list[int]:
+        """Judge concrete states, one per row; returns the members that fell."""
+        rows = np.asarray(states, dtype=np.int64)
+        return self.see(slot_reader(rows, self._bools, np.dtype(np.int64)), len(rows))
