@@ -33,7 +33,8 @@ from checker.reporting.proofs import print_inferred
 from tests.model_folders import run_cli as run
 from tests.z3_specs import LOCKSTEP
 
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+ROOT = Path(__file__).resolve().parent.parent
+MODELS_DIR = ROOT / "models"
 
 
 class RunsOutAt(Deadline):
@@ -50,7 +51,7 @@ class RunsOutAt(Deadline):
         if phase.startswith(self.at):
             self.n -= 1
             if self.n == 0:
-                raise self._out(phase)
+                raise self.out_of_time(phase)
         return super().solve(solver, phase, *assumptions)
 
 
@@ -126,6 +127,21 @@ def test_infer_stopped_in_the_cti_search_reports_the_lemmas_chosen_and_no_proof(
     assert out.startswith(f"# inconclusive: timeout (9 s) during {PHASE}; nothing is proved\n")
     assert f"# {len(result.survivors):,} candidates still alive: chosen in " in out
     assert "They are not a proof." in out and out.count("@m.lemma") == len(result.survivors)
+
+
+def test_infer_out_of_time_in_a_worker_of_its_proof_is_inconclusive(monkeypatch) -> None:
+    """The proof that checks the lemmas found runs its goals in worker processes; one
+    running out there is the command running out, not lemmas that fail to prove."""
+    from checker.engines.symbolic.step import STEP_PHASE
+
+    monkeypatch.setattr(infer_module, "Deadline",
+                        lambda seconds, started=None: RunsOutAt(STEP_PHASE, 2))
+    machine = build_machine(load_model(ROOT / "examples" / "mutex" / "mutex.toml",
+                                       ROOT / "examples" / "mutex"))
+    result = infer(machine, InferOptions(workers=2))
+    assert result.unknown is not None and result.unknown.startswith("timeout (9 s) during ")
+    assert not result.proves and not result.dropped_invariants and result.survivors
+    assert "the proof that checks them had not finished" in result.alive_note
 
 
 @pytest.fixture

@@ -118,8 +118,9 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
         click.echo(f"# the {len(result.survivors)} lemmas chosen until then:\n")
         click.echo(as_source(result.survivors), nl=False)
     else:
+        which = "inductive ones" if result.search == "houdini" else "lemmas found"
         click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
-                   f"{len(result.survivors)} inductive ones:\n")
+                   f"{len(result.survivors)} {which}:\n")
         click.echo(as_source(result.survivors), nl=False)
     if spec_lemmas:
         click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"

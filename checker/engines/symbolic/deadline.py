@@ -55,7 +55,7 @@ class Deadline:
         if phase is not None:
             self.phase = phase
         if self.expired():
-            raise self._out(self.phase)
+            raise self.out_of_time(self.phase)
 
     def solve(self, solver: z3.Solver, phase: str,
               *assumptions: z3.BoolRef) -> z3.CheckSatResult:
@@ -65,15 +65,16 @@ class Deadline:
         self.phase = phase
         left = self.left()
         if left is not None and left <= 0:
-            raise self._out(phase)
+            raise self.out_of_time(phase)
         solver.set("timeout", NO_TIMEOUT if left is None else max(1, int(left * 1000)))
         answer = solver.check(*assumptions)
         if answer == z3.unknown and (self.expired()
                                      or solver.reason_unknown() in _GAVE_UP_ON_TIME):
-            raise self._out(phase)
+            raise self.out_of_time(phase)
         return answer
 
-    def _out(self, phase: str) -> OutOfTime:
+    def out_of_time(self, phase: str) -> OutOfTime:
+        """The exception to raise for running out in `phase` (noted in `ran_out`)."""
         self.ran_out = True
         return OutOfTime(phase)
 

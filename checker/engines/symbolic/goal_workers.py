@@ -70,14 +70,14 @@ def ask_in_workers(machine: Machine, k: int, deadlock: bool, deadline: Deadline,
                         figures.append(what)
                         working.discard(w)
                     elif kind == "out of time":
-                        raise OutOfTime(what)
+                        raise deadline.out_of_time(what)
                     else:
                         raise CheckerError(f"prove worker {w + 1} of {n} failed: {what}")
                 if w in working and not processes[w].is_alive() and not channels[w].poll():
                     raise CheckerError(_died(processes[w], w, n))
             left = deadline.left()
             if left is not None and left < -_LATE_SECONDS:  # a worker did not stop on time
-                raise OutOfTime(f"{STEP_PHASE} (workers asking "
+                raise deadline.out_of_time(f"{STEP_PHASE} (workers asking "
                                 f"{', '.join(asking[w] for w in sorted(asking))})")
             if beat is not None:
                 beat.set(f"inductive step (k={k}) | {len(answers)} of {len(names)} goals "

@@ -128,7 +128,7 @@ def reachable_candidates(machine: Machine, options: InferOptions,
     def on_level(read: Callable[[int], np.ndarray], n: int) -> None:
         if pool.states + n > options.max_states:
             raise _TooBig
-        pool.see(pool.values(read, n), lambda: deadline.check(FILTER_PHASE))
+        pool.see_all(read, n, lambda: deadline.check(FILTER_PHASE))
 
     sampled = False
     try:
@@ -149,8 +149,8 @@ def reachable_candidates(machine: Machine, options: InferOptions,
                 "random walks instead")
             rows = _walk_states(machine, options, deadline)
             bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
-            pool.see(pool.values(slot_reader(rows, bools, np.dtype(np.int64)), len(rows)),
-                     lambda: deadline.check(FILTER_PHASE))
+            pool.see_all(slot_reader(rows, bools, np.dtype(np.int64)), len(rows),
+                         lambda: deadline.check(FILTER_PHASE))
     except OutOfTime as out:
         raise FilterStopped(out.phase, pool.candidates(), pool.states) from None
     kept = pool.candidates()
@@ -244,8 +244,8 @@ def _infer(machine: Machine, options: InferOptions, deadline: Deadline,
                    "the proof with the lemmas found")
     if proof.outcome != PROVED:
         if not out.dropped_invariants:
-            out.dropped_invariants = ["(the lemmas found are not inductive: "
-                                      f"{proof.message})"]
+            out.dropped_invariants = [f"the invariants (the proof that checks the lemmas "
+                                      f"found says: {proof.message})"]
         return
     needed = proof.lemmas_used
     if len(needed) <= MINIMISE_AT:
@@ -273,6 +273,9 @@ def _by_ctis(machine: Machine, found: Reachable, own: list[Property],
         raise
     out.rounds, out.made = result.rounds, len(cands) - len(found.kept)
     out.survivors = result.chosen
+    out.alive_note = (f"chosen in {result.rounds} rounds, after which Z3 found no "
+                      f"counterexample to induction; the proof that checks them had not "
+                      f"finished")
     if not result.proves:
         out.stuck = result.stuck
         out.dropped_invariants = [result.stuck.goal] if result.stuck else []

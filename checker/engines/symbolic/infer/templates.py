@@ -32,6 +32,7 @@ from checker.lang.machine import Machine, Slot
 
 Reader = Callable[[int], np.ndarray]
 GROUP = 256  # literals compiled into one batch function
+CHUNK = 1 << 14  # states judged together: bounds the (literals, states) matrix
 WIDE = 8  # an int slot with a wider range gets constants only near its ends
 
 
@@ -132,6 +133,7 @@ class Pool:
         self.keep = keep
         self._kept: list[np.ndarray] = []  # packed literal values, a batch each
         self._reached: np.ndarray | None = None
+        self._counts = np.zeros(0, dtype=np.int64)  # judged states each literal holds in
 
     @property
     def total(self) -> int:
@@ -144,6 +146,12 @@ class Pool:
             for k, value in enumerate(fn(read, read)):
                 out[g * GROUP + k] = value
         return out
+
+    def see_all(self, read: Reader, n: int, check: Callable[[], None] = lambda: None) -> None:
+        """`see` n states (slot j read by `read(j)`), CHUNK at a time."""
+        for lo in range(0, n, CHUNK):
+            part = slice(lo, min(n, lo + CHUNK))
+            self.see(self.values(_sliced(read, part), part.stop - lo), check)
 
     def see(self, values: np.ndarray, check: Callable[[], None] = lambda: None) -> None:
         """Drop every candidate one of these states (columns of `values`) falsifies;
@@ -201,17 +209,22 @@ class Pool:
         all of them (the state was judged: it is reachable)."""
         reached = self._reached_bits()
         cube = np.flatnonzero(state_values)
-        match: np.ndarray | None = None
+        counts = self._counts[cube].copy()
         chosen: list[int] = []
-        while match is None or match.any():
-            rows = reached[cube] if match is None else reached[cube] & match
-            counts = np.bitwise_count(rows).sum(axis=1, dtype=np.int64)
+        columns = np.arange(reached.shape[1])  # the bytes some matching state is in
+        match = np.full(len(columns), 0xFF, dtype=np.uint8)
+        while len(columns):
             counts[np.isin(cube, chosen)] = np.iinfo(np.int64).max
             best = int(cube[int(np.argmin(counts))])
             if best in chosen:
                 return None  # every literal of the state chosen: a judged state is it
             chosen.append(best)
-            match = reached[best] if match is None else match & reached[best]
+            match &= reached[best, columns]
+            keep = match != 0
+            columns, match = columns[keep], match[keep]
+            if len(columns):
+                rows = reached[np.ix_(cube, columns)] & match
+                counts = np.bitwise_count(rows).sum(axis=1, dtype=np.int64)
         for j in list(chosen):  # minimal: without any one, some judged state matches
             rest = [k for k in chosen if k != j]
             if rest and not np.bitwise_and.reduce(reached[rest], axis=0).any():
@@ -225,7 +238,12 @@ class Pool:
             self._reached = np.concatenate(self._kept, axis=1) if self._kept else \
                 np.zeros((len(self.literals), 0), dtype=np.uint8)
             self._kept = [self._reached]
+            self._counts = np.bitwise_count(self._reached).sum(axis=1, dtype=np.int64)
         return self._reached
+
+
+def _sliced(read: Reader, part: slice) -> Reader:
+    return lambda j: read(j)[part]
 
 
 def judge(cands: list[Candidate], values: np.ndarray) -> np.ndarray:
