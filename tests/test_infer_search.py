@@ -103,6 +103,25 @@ def test_the_pool_keeps_exactly_what_the_naive_oracle_keeps(folder: str, name: s
     assert len({c.clause for c in cands}) == len(cands)
 
 
+def test_judging_in_chunks_keeps_what_judging_at_once_keeps(monkeypatch) -> None:
+    from checker.engines.symbolic.infer import templates
+
+    machine = _example("two_phase_commit", "tpc")
+    states = _reachable(machine)
+    bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
+    whole, chunked = Pool(machine, keep=True), Pool(machine, keep=True)
+    whole.see(_values(machine, whole, states))
+    monkeypatch.setattr(templates, "CHUNK", 5)
+    chunked.see_all(slot_reader(np.array(states), bools, np.dtype(np.int64)), len(states))
+    assert chunked.states == whole.states == len(states)
+    assert (chunked.units == whole.units).all() and (chunked.clauses == whole.clauses).all()
+    rng = random.Random(3)
+    unreachable = next(t for t in (tuple(rng.randint(s.lo, s.hi) for s in machine.slots)
+                                   for _ in range(1000)) if t not in set(states))
+    bad = _values(machine, whole, [unreachable])[:, 0]
+    assert chunked.generalize(bad) == whole.generalize(bad) is not None
+
+
 def test_judge_agrees_with_each_candidates_expression_on_any_state() -> None:
     machine = _example("two_phase_commit", "tpc")
     pool = Pool(machine, keep=True)

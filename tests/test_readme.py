@@ -199,9 +199,11 @@ def test_the_readme_figures_are_the_tools() -> None:
 
 
 def test_the_inferred_lemma_counts_are_infers() -> None:
-    done = _shell("ctmc infer tracker_small --set requests=1 --json", ROOT)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert (f"`tracker_small` with one request: {len(report['needed'])} needed, "
-            f"{len(report['others'])} others, {report['implied']} implied ones dropped") \
-        in _text()
+    found = {}
+    for folder, name in (("mutex", "mutex"), ("two_phase_commit", "tpc")):
+        done = _shell(f"ctmc --models-dir examples/{folder} infer {name} --json", ROOT)
+        assert done.returncode == 0, done.stderr
+        found[name] = json.loads(done.stdout)
+    assert (f"the mutex example infers a proof needing {len(found['mutex']['needed'])} "
+            f"lemmas, 2PC one needing {len(found['tpc']['needed'])} "
+            f"({found['tpc']['made']} clauses made from counterexamples on the way)") in _text()
