@@ -15,10 +15,17 @@ Schultz, Dardik and Tan, 2022), and lets NumPy do the choosing:
    out. Every candidate is judged on every CTI of the round at once (their literals'
    values, `templates.judge`), and the one ruling out the most is chosen (ties: the
    simplest, first in template order), then the next for those left, until none is.
-3. A CTI of a chosen lemma that no candidate rules out shows the templates cannot
-   support that lemma: it is withdrawn for good and every goal is asked again. A
-   CTI of the invariants' goal that none rules out ends the search: with these
-   templates the invariants cannot be proved; that state is the answer's evidence.
+3. A CTI no candidate rules out gets a clause of its own (`Pool.generalize`): the
+   negation of a minimal set of the literals true in its first state that no judged
+   state has all of.
+   With every reachable state judged, that always exists, since the CTI's first
+   state is unreachable, unless no literal tells it apart from one judged (an integer
+   of a range wider than `templates.WIDE` has literals for its ends only). It does not
+   when the state is one of those judged (random walks judged a sample, and the CTI
+   is reachable: an invariant fails for real) or when the clause was withdrawn
+   before. Then a CTI of a chosen lemma withdraws that lemma for good (the search
+   cannot support it) and every goal is asked again; a CTI of the invariants' goal
+   ends the search, and that state is the evidence.
 4. No CTI is left: the invariants and the lemmas chosen are inductive together.
 
 A goal that holds keeps holding as lemmas are added (more hypotheses), so it is asked
@@ -45,7 +52,7 @@ from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
 
 INVARIANTS = "the invariants"
-SEEN = "it is one of the states the candidates were judged on"
+SEEN = "no literal tells it apart from a state the candidates were judged on"
 WITHDRAWN = "the clause made from it was withdrawn earlier (its own CTIs could not be ruled out)"
 PHASE = "the search for lemmas ruling out counterexamples to induction"
 
@@ -154,6 +161,7 @@ def _search(machine: Machine, pool: Pool, cands: list[Candidate], deadline: Dead
     bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
     banned: set[int] = set()
     settled: set[int | str] = set()
+    known = {c.clause for c in cands}
     while True:
         out.rounds += 1
         found: list[tuple[int | str, State]] = []  # (goal, first state of a CTI)
@@ -187,11 +195,12 @@ def _search(machine: Machine, pool: Pool, cands: list[Candidate], deadline: Dead
         made, unruled, why = 0, [], {}
         while left:  # no template rules these out: a clause made from the first one
             clause = pool.generalize(values[:, left[0]])
-            if clause is None or clause.clause in {c.clause for c in cands}:
+            if clause is None or clause.clause in known:
                 why[left[0]] = SEEN if clause is None else WITHDRAWN
                 unruled.append(left.pop(0))
                 continue
             cands.append(clause)
+            known.add(clause.clause)
             picked.append(len(cands) - 1)
             made += 1
             left = [j for j in left if judge([clause], values[:, [j]])[0, 0]]
