@@ -203,7 +203,8 @@ def test_houdini_reaches_the_same_fixpoint_with_and_without_concrete_expansion()
 
     _, machine = _machine("tracker_small", {"requests": "2"})
     machine = dataclasses.replace(machine, lemmas=[])
-    props = as_properties(reachable_candidates(machine, InferOptions()).kept)
+    # the first 500 candidates: any pool has one fixpoint, and the whole one is slow
+    props = as_properties(reachable_candidates(machine, InferOptions()).kept)[:500]
     plain, _ = houdini(machine, props, None, None, expand=0)
     fast, _ = houdini(machine, props, None, None, expand=2000)
     pool = len(props) + len(machine.invariants) + len(machine.step_invariants) + 1

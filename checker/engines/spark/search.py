@@ -170,9 +170,14 @@ def check(machine: Machine, options: SparkOptions | None = None,
     init_states, init_fps = _initial_states(machine, kernel, canon)
     run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
                init_fps, time.perf_counter(), canon)
-    _prepare(run)
-    run.started = time.perf_counter()  # the clock starts once Spark is up and warm
-    return _search(run)
+    try:
+        _prepare(run)
+        run.started = time.perf_counter()  # the clock starts once Spark is up and warm
+        return _search(run)
+    except (Py4JError, PySparkException):
+        if INTERRUPTED.is_set():  # a py4j call Ctrl-C broke, wherever the driver was
+            raise KeyboardInterrupt from None
+        raise
 
 
 def preflight(machine: Machine, options: SparkOptions) -> None:
