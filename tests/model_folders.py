@@ -35,3 +35,12 @@ def one_error_line(result: Result) -> str:
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     return lines[0]
+
+
+def paste_lemmas(spec: Path, imports: str, lemmas: str) -> None:
+    """Paste printed `@m.lemma` functions at the end of an example spec's build function
+    (before its first invariant), with the import line they need, as the output says to."""
+    text = spec.read_text()
+    build_end = text.index("\n    @m.invariant")
+    body = "".join(f"    {line}\n" if line else "\n" for line in lemmas.splitlines())
+    spec.write_text(imports + "\n" + text[:build_end] + "\n" + body + text[build_end:])

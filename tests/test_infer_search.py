@@ -31,6 +31,7 @@ from checker.engines.symbolic.options import ProveOptions
 from checker.lang.expr import BOOL
 from checker.models import build_machine, load_model
 from checker.reporting.proofs import print_inferred
+from tests.model_folders import paste_lemmas
 from tests.z3_specs import LOCKSTEP
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,15 +158,6 @@ def test_a_clause_made_from_an_unreachable_state_is_false_there_and_minimal() ->
     assert pool.generalize(_values(machine, pool, [states[3]])[:, 0]) is None  # reachable
 
 
-def _paste(spec: Path, lemmas: str) -> None:
-    """The printed lemmas at the end of the spec's build function, as the output says."""
-    text = spec.read_text()
-    build_end = text.index("\n    @m.invariant")
-    body = "".join(f"    {line}\n" if line else "\n" for line in lemmas.splitlines())
-    spec.write_text("from checker.lang import And, Implies, Not\n" + text[:build_end] + "\n"
-                    + body + text[build_end:])
-
-
 @pytest.mark.parametrize("folder, name, spec_file", [("mutex", "mutex", "mutex.py"),
                                                      ("two_phase_commit", "tpc", "tpc.py")])
 def test_the_examples_infer_a_proof_with_no_lemmas_and_it_pastes(
@@ -178,7 +170,7 @@ def test_the_examples_infer_a_proof_with_no_lemmas_and_it_pastes(
     assert "they prove every invariant" in ran.stdout
     lemmas = ran.stdout[ran.stdout.index("@m.lemma"):]
     lemmas = lemmas.split("\n# also true")[0]  # the ones the proof needs
-    _paste(work / spec_file, lemmas)
+    paste_lemmas(work / spec_file, "from checker.lang import And, Implies, Not", lemmas)
     proved = subprocess.run([sys.executable, "-m", "ctmc", "prove", f"{name}.toml", "--json",
                              "--set", "rms=3" if name == "tpc" else "rounds=2"],
                             cwd=work, capture_output=True, text=True, timeout=600)

@@ -27,6 +27,7 @@ from checker.engines.symbolic.source import SourceWriter, Unwritable
 from checker.engines.symbolic.unroll import Unrolling
 from checker.models import build_machine, load_model
 from checker.run import BfsOptions, run
+from tests.model_folders import paste_lemmas
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -52,16 +53,10 @@ def test_the_examples_prove_with_no_lemmas_and_the_invariant_pastes(
     assert run_.returncode == 0, run_.stderr
     report = json.loads(run_.stdout)
     assert report["outcome"] == PROVED and report["invariant"]
-    # paste the lemmas at the end of the spec's build function, as the output says to
-    spec = work / spec_file
-    text = spec.read_text()
-    build_end = text.index("\n    @m.invariant")  # the build function's properties
-    lemmas = "".join(f"    {line}\n" if line else "\n"
-                     for line in report["invariant"].splitlines())
     needs = report["invariant"].splitlines()[0]
     assert needs.startswith("# the spec module needs: from checker.lang import ")
-    spec.write_text(needs.removeprefix("# the spec module needs: ") + "\n"
-                    + text[:build_end] + "\n" + lemmas + text[build_end:])
+    paste_lemmas(work / spec_file, needs.removeprefix("# the spec module needs: "),
+                 report["invariant"])
     induction = ctmc("prove", f"{name}.toml", "--json", cwd=work)
     assert induction.returncode == 0, induction.stderr
     proved = json.loads(induction.stdout)
