@@ -44,7 +44,7 @@ import z3
 from checker.backends.scalar import State
 from checker.backends.vector import slot_reader
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
-from checker.engines.symbolic.infer.templates import Candidate, Pool, judge
+from checker.engines.symbolic.infer.templates import Candidate, Judge, Pool, judge
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
 from checker.lang.expr import BOOL
@@ -162,6 +162,7 @@ def _search(machine: Machine, pool: Pool, cands: list[Candidate], deadline: Dead
     banned: set[int] = set()
     settled: set[int | str] = set()
     known = {c.clause for c in cands}
+    judged = Judge(cands)
     while True:
         out.rounds += 1
         found: list[tuple[int | str, State]] = []  # (goal, first state of a CTI)
@@ -182,7 +183,7 @@ def _search(machine: Machine, pool: Pool, cands: list[Candidate], deadline: Dead
             return out
         rows = np.array([s for _, s in found], dtype=np.int64)
         values = pool.values(slot_reader(rows, bools, np.dtype(np.int64)), len(rows))
-        rules_out = ~judge(cands, values)
+        rules_out = ~judged(values)
         rules_out[chosen + sorted(banned)] = False
         left, picked = list(range(len(found))), []
         while left:  # the candidate ruling out the most CTIs left, the first of equals
@@ -200,6 +201,7 @@ def _search(machine: Machine, pool: Pool, cands: list[Candidate], deadline: Dead
                 unruled.append(left.pop(0))
                 continue
             cands.append(clause)
+            judged.add([clause])
             known.add(clause.clause)
             picked.append(len(cands) - 1)
             made += 1

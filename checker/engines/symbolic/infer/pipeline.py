@@ -273,13 +273,13 @@ def _by_ctis(machine: Machine, found: Reachable, own: list[Property],
         raise
     out.rounds, out.made = result.rounds, len(cands) - len(found.kept)
     out.survivors = result.chosen
-    out.alive_note = (f"chosen in {result.rounds} rounds, after which Z3 found no "
-                      f"counterexample to induction; the proof that checks them had not "
-                      f"finished")
     if not result.proves:
         out.stuck = result.stuck
         out.dropped_invariants = [result.stuck.goal] if result.stuck else []
         return None
+    out.alive_note = (f"chosen in {result.rounds} rounds, after which Z3 found no "
+                      f"counterexample to induction; the proof that checks them had not "
+                      f"finished")
     return result.chosen
 
 

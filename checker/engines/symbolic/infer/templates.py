@@ -246,12 +246,33 @@ def _sliced(read: Reader, part: slice) -> Reader:
     return lambda j: read(j)[part]
 
 
+class Judge:
+    """Judges candidates on states from their literals' values: their clauses as one
+    index array (a row each, padded with a literal false everywhere), built once and
+    grown as candidates are added, since a search judges the same ones every round."""
+
+    def __init__(self, cands: list[Candidate]):
+        self.index = np.zeros((0, 1), dtype=np.int64)
+        self.add(cands)
+
+    def add(self, cands: list[Candidate]) -> None:
+        width = max([self.index.shape[1], *(len(c.clause) for c in cands)])
+        rows = np.full((len(cands), width), -1, dtype=np.int64)
+        for i, c in enumerate(cands):
+            rows[i, :len(c.clause)] = c.clause
+        if width > self.index.shape[1]:
+            pad = np.full((len(self.index), width - self.index.shape[1]), -1, dtype=np.int64)
+            self.index = np.hstack([self.index, pad])
+        self.index = np.vstack([self.index, rows])
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """Each candidate's value in each state (`values`: literals x states): a
+        (candidates, states) boolean array."""
+        padded = np.vstack([values, np.zeros((1, values.shape[1]), dtype=bool)])
+        return np.asarray(padded[self.index].any(axis=1))  # -1: the padding row
+
+
 def judge(cands: list[Candidate], values: np.ndarray) -> np.ndarray:
     """Each candidate's value in each state, from the literals' `values` (literals, n):
     a (candidates, n) boolean array."""
-    width = max((len(c.clause) for c in cands), default=1)
-    index = np.full((len(cands), width), len(values), dtype=np.int64)
-    for i, c in enumerate(cands):
-        index[i, :len(c.clause)] = c.clause
-    padded = np.vstack([values, np.zeros((1, values.shape[1]), dtype=bool)])
-    return np.asarray(padded[index].any(axis=1))
+    return Judge(cands)(values)
