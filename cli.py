@@ -443,8 +443,12 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
               default="induction", show_default=True,
               help="induction: k-induction with the spec's lemmas; pdr: IC3/PDR on Z3's "
                    "Spacer, with no lemmas, printing the inductive invariant it finds.")
+@click.option("--with-spec-lemmas", "seed", is_flag=True,
+              help="pdr: seed Spacer with the spec's lemmas (and invariants) that hold "
+                   "initially and are inductive together (Houdini proves which, first): "
+                   "it then looks only for what they lack.")
 def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
-              workers: int | None, engine_name: str) -> int:
+              workers: int | None, engine_name: str, seed: bool) -> int:
     """Prove MODEL's invariants for every reachable state with Z3, at the sizes of the
     model's [proof.params]: by k-induction with the spec's lemmas, or by PDR with none
     (--engine pdr). Outcomes: proved (exit 0), counterexample (a real trace, exit 1),
@@ -457,6 +461,9 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     started = time.perf_counter()  # --timeout counts loading and encoding too
     if engine_name == "pdr" and k is not None:
         raise click.UsageError("--k is induction's depth; pdr has none")
+    if engine_name == "induction" and seed:
+        raise click.UsageError("--with-spec-lemmas seeds pdr; induction always uses the "
+                               "spec's lemmas")
     _check_trace_out(args.trace_out)
     model, machine = _load(args, proof=True)
     engine: dict[str, Any] = {
@@ -466,9 +473,12 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     }
     if engine_name == "induction":
         engine["k"] = k or model.proof["k"]
+    if seed:
+        engine["seeds"] = "spec lemmas"
     options = ProveOptions(k=engine.get("k", 1), deadlock=engine["deadlock"],
                            timeout=engine["timeout"], started=started,
-                           progress=args.progress, workers=workers or _usable_cores())
+                           progress=args.progress, workers=workers or _usable_cores(),
+                           seed=seed)
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)

@@ -1,10 +1,12 @@
-"""Three ways to a proof, side by side on the same models: k-induction with the spec's
-lemmas, PDR on Spacer with none, and `infer` with none.
+"""Ways to a proof, side by side on the same models: k-induction with the spec's
+lemmas, PDR on Spacer with none, PDR seeded with the spec's lemmas it proves first,
+and `infer` with none.
 
 Each run is `ctmc` in a process of its own, one after the other, under the same
 `--timeout`; printed per model and engine: the outcome, wall seconds, the peak
 resident memory of that process, and the size of what it proved with (k-induction:
-the spec's lemmas it used; PDR: the invariant's clauses; infer: the lemmas it needs).
+the spec's lemmas it used; PDR: the invariant's clauses, and the seeds; infer: the
+lemmas it needs).
 Models run at their [proof.params] sizes, as `ctmc prove` does; the examples and
 `tracker_small` also at their BFS sizes (`@bfs`), where PDR has a chance.
 
@@ -43,6 +45,7 @@ MODELS: dict[str, tuple[Path, str, list[str]]] = {
 ENGINES = {
     "k-induction": ["prove", "--workers", "1"],
     "pdr": ["prove", "--engine", "pdr"],
+    "pdr+lemmas": ["prove", "--engine", "pdr", "--with-spec-lemmas"],
     "infer": ["infer"],
 }
 
@@ -82,7 +85,9 @@ def _size(command: list[str], report: dict) -> str:
     if command[0] == "infer":
         return str(len(report.get("needed") or [])) if report.get("proves") else "-"
     if "pdr" in command:
-        return str(report.get("stats", {}).get("invariant_clauses", "-"))
+        stats = report.get("stats", {})
+        seeds = f" + {len(stats['seeds'])} seeds" if "seeds" in stats else ""
+        return f"{stats.get('invariant_clauses', '-')}{seeds}"
     used = report.get("lemmas_used")
     return "-" if report.get("outcome") != "proved" else f"{len(used or [])} lemmas"
 

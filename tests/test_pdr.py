@@ -67,6 +67,84 @@ def test_the_examples_prove_with_no_lemmas_and_the_invariant_pastes(
     assert checked.returncode == 0, checked.stderr
 
 
+# lemmas pasted into a copy of the mutex for the seeds' tests: the first two (each
+# process in its critical section holds the lock) are inductive with MutualExclusion;
+# the third is false initially (the lock starts free); the fourth holds initially and
+# falls after one step (a process enters)
+MUTEX_LEMMAS = """\
+@m.lemma
+def HolderIsZero(s):  # noqa: N802
+    return Implies(s.pc[0] == Pc.critical, s.lock == 0)
+
+@m.lemma
+def HolderIsOne(s):  # noqa: N802
+    return Implies(s.pc[1] == Pc.critical, s.lock == 1)
+
+@m.lemma
+def FalseInitially(s):  # noqa: N802
+    return s.lock == 0
+
+@m.lemma
+def FallsAfterAStep(s):  # noqa: N802
+    return s.entries[0] == 0
+"""
+
+
+def _mutex_with_lemmas(tmp_path: Path) -> Path:
+    work = tmp_path / "mutex"
+    shutil.copytree(EXAMPLES / "mutex", work)
+    paste_lemmas(work / "mutex.py", "from checker.lang import Implies", MUTEX_LEMMAS)
+    return work
+
+
+def test_the_spec_lemmas_seed_spacer_only_once_proved(tmp_path: Path) -> None:
+    """--with-spec-lemmas: the lemmas false initially or not inductive with the others
+    are left out; the two that prove MutualExclusion with it are the seeds, and what
+    Spacer finds besides is checked with them. Without the flag the lemmas play no
+    part."""
+    work = _mutex_with_lemmas(tmp_path)
+    seeded = ctmc("prove", "--engine", "pdr", "--with-spec-lemmas", "mutex.toml", "--json",
+                  cwd=work)
+    assert seeded.returncode == 0, seeded.stderr
+    report = json.loads(seeded.stdout)
+    assert report["outcome"] == PROVED
+    assert report["stats"]["seeds"] == ["MutualExclusion", "HolderIsZero", "HolderIsOne"]
+    assert "on top of the 3 spec lemmas and invariants proved first" in report["message"]
+    plain = json.loads(ctmc("prove", "--engine", "pdr", "mutex.toml", "--json",
+                            cwd=work).stdout)
+    assert plain["outcome"] == PROVED and "seeds" not in plain["stats"]
+    assert plain["stats"]["invariant_clauses"] > 0
+    wrong = ctmc("prove", "--with-spec-lemmas", "mutex.toml", cwd=work)
+    assert wrong.returncode == 2 and "--with-spec-lemmas seeds pdr" in wrong.stderr
+
+
+def test_seeds_that_prove_everything_leave_spacer_nothing_to_add() -> None:
+    """The tracker's own lemmas prove it (k-induction says so too): seeded with them,
+    Spacer's invariant is empty and the verdict says the seeds did it."""
+    machine = build_machine(load_model("tracker_small"), {"requests": "3", "max_now": "3",
+                                                          "max_ts": "2"})
+    result = pdr(machine, ProveOptions(seed=True))
+    assert result.outcome == PROVED and not result.invariant
+    assert result.stats["seeds"] == [p.name for p in machine.invariants + machine.lemmas]
+    assert result.stats["invariant_clauses"] == 0
+    assert "prove every property: Spacer added nothing" in result.message
+
+
+def test_a_seed_that_is_not_proved_fails_the_recheck(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seeds join the re-check: were a false lemma ever taken as proved, Spacer's
+    invariant under it would not check, and nothing would be proved."""
+    import checker.engines.symbolic.pdr as pdr_module
+
+    work = _mutex_with_lemmas(tmp_path)
+    machine = build_machine(load_model(work / "mutex.toml", work), proof=True)
+    falls = [p for p in machine.lemmas if p.name == "FallsAfterAStep"]
+    monkeypatch.setattr(pdr_module, "proved_seeds", lambda *_: falls)
+    result = pdr(machine, ProveOptions(seed=True))
+    assert result.outcome != PROVED
+    assert "does not check: a step leaves it" in result.message
+
+
 def test_a_mutation_gives_a_shortest_counterexample_as_bmc_does() -> None:
     """Spacer says a bad state is reachable; the trace is BMC's (the least path of the
     shortest length), as long as BFS's and breaking the same property."""

@@ -23,3 +23,4 @@ class ProveOptions:
     started: float | None = None  # time.perf_counter() the timeout counts from; None: the call
     progress: Callable[[str], None] | None = None
     workers: int = 1  # processes sharing the inductive step's goals
+    seed: bool = False  # pdr: seed Spacer with the spec's lemmas it proves first

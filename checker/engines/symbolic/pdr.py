@@ -20,7 +20,11 @@ Spacer answers whether `Bad` is derivable. Its answers are never taken as they a
 - unknown or out of time: inconclusive, never proved.
 
 The spec's lemmas are neither assumed nor checked here: PDR needs none (BFS and
-k-induction check them). Decision 0026 records the encoding and Spacer's options.
+k-induction check them). With `seed` (`--with-spec-lemmas`), the spec's lemmas and
+invariants that hold initially and survive Houdini together, hence hold in every
+reachable state, are conjoined to the clauses' bodies: Spacer then looks only for what
+they lack, and the re-check checks its invariant together with them. Decision 0026
+records the encoding and Spacer's options.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import z3
@@ -36,11 +41,12 @@ from checker.engines.result import ERROR, UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
+from checker.engines.symbolic.houdini import houdini
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED, ProofResult
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
-from checker.lang.machine import Machine
+from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
 
 ENGINE = "pdr"
@@ -56,7 +62,6 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
     """Prove `machine`'s invariants, step invariants and freedom from errors (and
     deadlocks, if asked) with Spacer; see the module docstring."""
     refuse_unchecked(machine, ENGINE)
-    machine = dataclasses.replace(machine, lemmas=[])
     deadline = Deadline(options.timeout, options.started)
     stats: dict = {"engine": ENGINE}
 
@@ -65,9 +70,14 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         return ProofResult(outcome, 0, message, stats=stats, **more)  # type: ignore[arg-type]
 
     try:
+        seeds = proved_seeds(machine, deadline, options.progress) if options.seed else []
+        if options.seed:
+            stats["seeds"] = [p.name for p in seeds]
+        machine = dataclasses.replace(machine, lemmas=[])
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
-        fp, reach, bad = _horn_clauses(u, options.deadlock)
+        seeded = z3.And([u.prop_holds(p, 0) for p in seeds])
+        fp, reach, bad = _horn_clauses(u, options.deadlock, seeded)
         left = deadline.left()
         if left is not None:
             fp.set("timeout", max(1, int(left * 1000)))
@@ -102,7 +112,7 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             return done(COUNTEREXAMPLE, found.violation.message, violation=found.violation,
                         error=found.outcome == ERROR)
         invariant = z3.substitute_vars(fp.get_cover_delta(-1, reach), *u.state(0))
-        failed = recheck(u, invariant, options.deadlock, deadline)
+        failed = recheck(u, z3.And(seeded, invariant), options.deadlock, deadline)
         if failed:
             return done(UNKNOWN, f"Spacer's invariant does not check: {failed}; nothing is "
                                  f"proved (a bug in Z3 or in the encoding)")
@@ -113,8 +123,14 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         note = "" if not unwritten else (
             f"; {unwritten} of them the spec language cannot state (shown as comments: "
             f"the other lemmas alone may not be inductive)")
+        if options.seed and not clauses:
+            return done(PROVED, f"the {len(seeds)} spec lemmas and invariants proved first "
+                                f"prove every property: Spacer added nothing (checked "
+                                f"again with a plain solver)")
+        with_seeds = "" if not options.seed else (
+            f" on top of the {len(seeds)} spec lemmas and invariants proved first")
         return done(PROVED, f"Spacer found an inductive invariant of {len(clauses)} "
-                            f"clauses, checked again with a plain solver{note}",
+                            f"clauses{with_seeds}, checked again with a plain solver{note}",
                     invariant=lemmas)
     except OutOfTime as out:
         return done(UNKNOWN, deadline.describe(out.phase))
@@ -150,9 +166,34 @@ class SpacerEvents:
         return f"pdr: Spacer at level {self.level}, {self.lemmas:,} lemmas learned"
 
 
-def _horn_clauses(u: Unrolling, deadlock: bool
+def proved_seeds(machine: Machine, deadline: Deadline,
+                 progress: Callable[[str], None] | None) -> list[Property]:
+    """The spec's lemmas and invariants that hold in every reachable state, as far as
+    1-induction shows: those true in every initial state that survive Houdini together
+    (each then holds wherever the others do, after any step). Nothing here is assumed:
+    a member that fails initially or after a step from the others is left out."""
+    u = Unrolling(machine, deadline=deadline)
+    initial = new_solver()
+    initial.add(u.init(0), u.admissible(0))
+    holding = []
+    for p in machine.invariants + machine.lemmas:
+        initial.push()
+        initial.add(z3.Not(u.prop_holds(p, 0)))
+        if deadline.solve(initial, "checking the seeds in the initial states") == z3.unsat:
+            holding.append(p)
+        initial.pop()
+    invariants = [p for p in holding if p in machine.invariants]
+    lemmas = [p for p in holding if p not in invariants]
+    alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
+                       lemmas, deadline, progress)
+    return [p for p in holding if p.name in alive]
+
+
+def _horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
                   ) -> tuple[z3.Fixedpoint, z3.FuncDeclRef, z3.BoolRef]:
-    """The model as Horn clauses (see the module docstring): the solver, `Reach`, `Bad`."""
+    """The model as Horn clauses (see the module docstring): the solver, `Reach`, `Bad`.
+    `seeded` (over s0) holds in every reachable state: it joins every body that has
+    `Reach(s)`."""
     s, t = u.state(0), u.state(1)
     reach = z3.Function("Reach", *[v.sort() for v in s], z3.BoolSort())
     bad = z3.Bool("Bad")
@@ -161,11 +202,12 @@ def _horn_clauses(u: Unrolling, deadlock: bool
     fp.register_relation(reach, bad.decl())
     fp.declare_var(*s, *t)
     fp.rule(reach(*s), [u.init(0), u.admissible(0)])
-    fp.rule(reach(*t), [reach(*s), u.no_error(0), u.step(0), u.admissible(1)])
-    fp.rule(bad, [reach(*s), z3.Not(safe_state(u, deadlock))])
+    fp.rule(reach(*t), [reach(*s), seeded, u.no_error(0), u.step(0), u.admissible(1)])
+    fp.rule(bad, [reach(*s), seeded, z3.Not(safe_state(u, deadlock))])
     steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
     if steps:
-        fp.rule(bad, [reach(*s), u.step(0), u.enc.domain(t), z3.Not(z3.And(steps))])
+        fp.rule(bad, [reach(*s), seeded, u.step(0), u.enc.domain(t),
+                      z3.Not(z3.And(steps))])
     return fp, reach, bad
 
 

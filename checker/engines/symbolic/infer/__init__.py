@@ -1,6 +1,6 @@
 """`ctmc infer`: lemmas found for a model that has none (see `pipeline`)."""
 
-from checker.engines.symbolic.infer.houdini import houdini
+from checker.engines.symbolic.houdini import houdini
 from checker.engines.symbolic.infer.pipeline import (
     SEARCHES,
     InferOptions,

@@ -33,9 +33,9 @@ from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
+from checker.engines.symbolic.houdini import NO_ERROR, HoudiniStopped, houdini
 from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
 from checker.engines.symbolic.infer.cti_search import SearchStopped, Stuck, strengthen
-from checker.engines.symbolic.infer.houdini import NO_ERROR, HoudiniStopped, houdini
 from checker.engines.symbolic.infer.templates import Candidate, Pool
 from checker.engines.symbolic.source import lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver

@@ -5,9 +5,10 @@ Every candidate and the invariants are assumed in s0; after one step Z3 is asked
 a successor falsifying one. The falsified ones are dropped and the query repeated
 until none is: the survivors are then mutually inductive, hence true in every
 reachable state. Invariants take part as members that may fall: if one does, the
-candidates cannot prove it. `infer --search houdini` uses it; the default search
-(`cti_search`) starts from the invariants instead and scales with what the proof
-needs, not with the number of candidates.
+candidates cannot prove it. `infer --search houdini` uses it (the default search,
+`infer.cti_search`, starts from the invariants instead and scales with what the proof
+needs, not with the number of candidates), and so does `prove --engine pdr
+--with-spec-lemmas`, to prove the spec's lemmas it seeds Spacer with.
 """
 
 from __future__ import annotations
