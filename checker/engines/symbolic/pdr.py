@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import z3
 
@@ -41,7 +42,7 @@ from checker.engines.result import ERROR, UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
-from checker.engines.symbolic.houdini import houdini
+from checker.engines.symbolic.houdini import NO_ERROR, houdini
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED, ProofResult
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
@@ -70,13 +71,14 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         return ProofResult(outcome, 0, message, stats=stats, **more)  # type: ignore[arg-type]
 
     try:
-        seeds = proved_seeds(machine, deadline, options.progress) if options.seed else []
+        seeds = proved_seeds(machine, deadline, options.progress) if options.seed \
+            else Seeds([], False)
         if options.seed:
-            stats["seeds"] = [p.name for p in seeds]
+            stats["seeds"] = seeds.names()
         machine = dataclasses.replace(machine, lemmas=[])
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
-        seeded = z3.And([u.prop_holds(p, 0) for p in seeds])
+        seeded = seeds.formula(u)
         fp, reach, bad = _horn_clauses(u, options.deadlock, seeded)
         left = deadline.left()
         if left is not None:
@@ -124,11 +126,11 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             f"; {unwritten} of them the spec language cannot state (shown as comments: "
             f"the other lemmas alone may not be inductive)")
         if options.seed and not clauses:
-            return done(PROVED, f"the {len(seeds)} spec lemmas and invariants proved first "
-                                f"prove every property: Spacer added nothing (checked "
+            return done(PROVED, f"the {len(seeds.props)} spec lemmas and invariants proved "
+                                f"first prove every property: Spacer added nothing (checked "
                                 f"again with a plain solver)")
         with_seeds = "" if not options.seed else (
-            f" on top of the {len(seeds)} spec lemmas and invariants proved first")
+            f" on top of the {len(seeds.props)} spec lemmas and invariants proved first")
         return done(PROVED, f"Spacer found an inductive invariant of {len(clauses)} "
                             f"clauses{with_seeds}, checked again with a plain solver{note}",
                     invariant=lemmas)
@@ -166,27 +168,47 @@ class SpacerEvents:
         return f"pdr: Spacer at level {self.level}, {self.lemmas:,} lemmas learned"
 
 
+class Seeds(NamedTuple):
+    """Facts proved of every reachable state, for Spacer to start from."""
+
+    props: list[Property]  # spec invariants and lemmas
+    no_error: bool  # no action errs
+
+    def names(self) -> list[str]:
+        return [p.name for p in self.props] + ([NO_ERROR] if self.no_error else [])
+
+    def formula(self, u: Unrolling) -> z3.BoolRef:
+        """The seeds over s0."""
+        return z3.And([u.prop_holds(p, 0) for p in self.props]
+                      + ([u.no_error(0)] if self.no_error else []))
+
+
 def proved_seeds(machine: Machine, deadline: Deadline,
-                 progress: Callable[[str], None] | None) -> list[Property]:
-    """The spec's lemmas and invariants that hold in every reachable state, as far as
-    1-induction shows: those true in every initial state that survive Houdini together
-    (each then holds wherever the others do, after any step). Nothing here is assumed:
-    a member that fails initially or after a step from the others is left out."""
+                 progress: Callable[[str], None] | None) -> Seeds:
+    """The spec's lemmas and invariants, and "no action errs", that hold in every
+    reachable state as far as 1-induction shows: those true in every initial state
+    that survive Houdini together (each then holds wherever the others do, after any
+    step from a state where no action errs, the only steps there are). Nothing here
+    is assumed: a member that fails initially or after a step is left out."""
     u = Unrolling(machine, deadline=deadline)
     initial = new_solver()
     initial.add(u.init(0), u.admissible(0))
-    holding = []
-    for p in machine.invariants + machine.lemmas:
+
+    def initially(term: z3.BoolRef) -> bool:
         initial.push()
-        initial.add(z3.Not(u.prop_holds(p, 0)))
-        if deadline.solve(initial, "checking the seeds in the initial states") == z3.unsat:
-            holding.append(p)
+        initial.add(z3.Not(term))
+        answer = deadline.solve(initial, "checking the seeds in the initial states")
         initial.pop()
+        return answer == z3.unsat
+
+    holding = [p for p in machine.invariants + machine.lemmas
+               if initially(u.prop_holds(p, 0))]
     invariants = [p for p in holding if p in machine.invariants]
     lemmas = [p for p in holding if p not in invariants]
     alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
                        lemmas, deadline, progress)
-    return [p for p in holding if p.name in alive]
+    return Seeds([p for p in holding if p.name in alive],
+                 NO_ERROR in alive and initially(u.no_error(0)))
 
 
 def _horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
