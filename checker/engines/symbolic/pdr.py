@@ -206,7 +206,7 @@ def proved_seeds(machine: Machine, deadline: Deadline,
     invariants = [p for p in holding if p in machine.invariants]
     lemmas = [p for p in holding if p not in invariants]
     alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
-                       lemmas, deadline, progress)
+                       lemmas, deadline, progress, one_at_a_time=True)
     return Seeds([p for p in holding if p.name in alive],
                  NO_ERROR in alive and initially(u.no_error(0)))
 
