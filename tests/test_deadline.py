@@ -183,6 +183,21 @@ def test_cli_infer_timeout_stops_the_whole_search(here: Path) -> None:
     assert "They are not a proof." in said.stdout and "they prove" not in said.stdout
 
 
+def test_cli_infer_stopped_in_a_huge_filter_counts_and_stops_on_time(here: Path) -> None:
+    """A model whose templates make 115 million candidates: stopped in the filter, the
+    command counts those still alive from their bits and lists none (building them took
+    two minutes past the deadline before, and 3.8 GB)."""
+    model = str(MODELS_DIR / "log_driven_tiny_merge_leases.toml")
+    result = run(here, "infer", model, "--timeout", "5", "-q", "--json")
+    assert result.exit_code == 3, result.output
+    report = json.loads(result.stdout)
+    assert report["unknown"] == "timeout (5 s) during the reachable-state filter"
+    assert report["unfiltered"] > 0 and report["others"] == []
+    assert report["stats"]["seconds"] < 5.5
+    said = run(here, "infer", model, "--timeout", "5", "-q")
+    assert "template candidates still alive" in said.stdout and "not listed" in said.stdout
+
+
 def test_cli_bmc_timeout_bounds_every_depth_together(here: Path) -> None:
     result = run(here, "bmc", str(MODELS_DIR / "v1_core.toml"), "--depth", "40",
                  "--timeout", "1", "-q", "--json")

@@ -102,6 +102,12 @@ def test_the_pool_keeps_exactly_what_the_naive_oracle_keeps(folder: str, name: s
     for c in cands:  # each one printed holds everywhere, by its own expression
         assert all(evaluate(c.expr, s) for s in states), c.source
     assert len({c.clause for c in cands}) == len(cands)
+    # the count from bits alone: every candidate once, a clause's contrapositive again
+    # when it is in the pool too
+    mirrored = sum(1 for c in cands if len(c.clause) == 2
+                   and (pool.negation[c.clause[1]] in pool.guards)
+                   and not pool.units[c.clause[1]])
+    assert pool.not_falsified() == len(cands) + mirrored
 
 
 def test_judging_in_chunks_keeps_what_judging_at_once_keeps(monkeypatch) -> None:

@@ -85,7 +85,7 @@ def infer_json(model: Model, machine: Machine, result: InferResult) -> dict[str,
         else [c.source for c in result.survivors],
         "spec_lemmas_used": result.spec_lemmas_used,
         "spec_lemmas_dropped": result.spec_lemmas_dropped, "unknown": result.unknown,
-        "alive_note": result.alive_note,
+        "alive_note": result.alive_note, "unfiltered": result.unfiltered or None,
         "stats": result.stats}
 
 
@@ -143,11 +143,12 @@ def _print_stopped(result: InferResult) -> None:
     click.echo(f"# inconclusive: {result.unknown}; nothing is proved")
     if not result.alive_note:
         return
+    if result.unfiltered:  # mostly templates some reachable state falsifies: not worth listing
+        click.echo(f"# {result.unfiltered:,} template candidates still alive (a clause and its "
+                   f"contrapositive counted apart): {result.alive_note}. They are not a "
+                   f"proof, and are not listed.")
+        return
     click.echo(f"# {len(result.survivors):,} candidates still alive: {result.alive_note}. "
                f"They are not a proof.")
-    if result.unfiltered:  # mostly templates some reachable state falsifies: not worth pasting
-        click.echo("# (not listed here: the reachable-state filter had not finished; --json "
-                   "lists them)")
-        return
     click.echo()
     click.echo(as_source(result.survivors), nl=False)

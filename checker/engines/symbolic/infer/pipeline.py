@@ -86,14 +86,15 @@ class InferResult:
     spec_lemmas_dropped: list[str] = field(default_factory=list)  # not inductive with the rest
     unknown: str | None = None  # why the search stopped before its end (the timeout)
     alive_note: str = ""  # when stopped: what is known of `survivors`, the candidates alive
-    unfiltered: bool = False  # stopped in the reachable-state filter: `survivors` is raw
+    unfiltered: int = 0  # stopped in the reachable-state filter: candidates not yet falsified
     stats: dict = field(default_factory=dict)
 
 
 class FilterStopped(OutOfTime):
-    """The deadline passed in the reachable-state filter: `alive` hold in the states seen."""
+    """The deadline passed in the reachable-state filter: `alive` candidates (a count:
+    they are not built) hold in the `states` seen."""
 
-    def __init__(self, phase: str, alive: list[Candidate], states: int):
+    def __init__(self, phase: str, alive: int, states: int):
         super().__init__(phase)
         self.alive, self.states = alive, states
 
@@ -152,7 +153,7 @@ def reachable_candidates(machine: Machine, options: InferOptions,
             pool.see_all(slot_reader(rows, bools, np.dtype(np.int64)), len(rows),
                          lambda: deadline.check(FILTER_PHASE))
     except OutOfTime as out:
-        raise FilterStopped(out.phase, pool.candidates(), pool.states) from None
+        raise FilterStopped(out.phase, pool.not_falsified(), pool.states) from None
     kept = pool.candidates()
     say(f"{len(kept):,} candidates hold in {pool.states:,} "
         f"{'sampled' if sampled else 'reachable'} states")
@@ -220,11 +221,10 @@ def _infer(machine: Machine, options: InferOptions, deadline: Deadline,
     try:
         found = reachable_candidates(machine, options, deadline)
     except FilterStopped as stop:
-        out.survivors = stop.alive
+        out.unfiltered = stop.alive
         out.alive_note = (f"true in the {stop.states:,} state{'s' if stop.states != 1 else ''}"
                           f" seen so far (the filter had not finished), not yet checked for "
                           f"induction")
-        out.unfiltered = True
         raise
     out.candidates, out.after_states = found.total, len(found.kept)
     out.states, out.sampled = found.states, found.sampled

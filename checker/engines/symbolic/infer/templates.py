@@ -171,6 +171,17 @@ class Pool:
             broken = (packed_false[alive] & packed[g]).any(axis=1)
             self.clauses[row, alive[broken]] = False
 
+    def not_falsified(self) -> int:
+        """How many candidates no state seen so far falsifies, counted from the bits
+        alone (a clause and its contrapositive counted apart): building each one's
+        expression can take minutes on a pool of millions, past any deadline."""
+        count = int(self.units.sum())
+        holds = ~self.units[self.negation[self.guards]]  # guards some state has
+        for lo in range(0, len(self.guards), 1024):
+            rows = self.clauses[lo:lo + 1024][holds[lo:lo + 1024]]
+            count += int((rows & ~self.units).sum())
+        return count
+
     def candidates(self) -> list[Candidate]:
         """The surviving candidates, in order: literals, then clauses by guard. A clause
         is left out when a literal alone already says it (its conclusion, or its guard's
