@@ -203,8 +203,9 @@ def proved_seeds(machine: Machine, deadline: Deadline,
 
     holding = [p for p in machine.invariants + machine.lemmas
                if initially(u.prop_holds(p, 0))]
-    invariants = [p for p in holding if p in machine.invariants]
-    lemmas = [p for p in holding if p not in invariants]
+    named = {p.name for p in machine.invariants}
+    invariants = [p for p in holding if p.name in named]
+    lemmas = [p for p in holding if p.name not in named]
     alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
                        lemmas, deadline, progress, one_at_a_time=True)
     return Seeds([p for p in holding if p.name in alive],
