@@ -58,7 +58,8 @@ def timed(args: list[str], cwd: Path, timeout: float) -> tuple[str, float, float
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        return "", time.perf_counter() - started, 0.0, f"stopped at {timeout:.0f} s"
+        return ("", time.perf_counter() - started, _children_cpu() - before,
+                f"stopped at {timeout:.0f} s")
     wall = time.perf_counter() - started
     cpu = _children_cpu() - before
     return out, wall, cpu, "" if process.returncode == 0 else f"exit {process.returncode}"
