@@ -12,6 +12,7 @@ Models run at their [proof.params] sizes, as `ctmc prove` does; the examples and
 
     python bench/proof_engines.py                      # every model below, 300 s each
     python bench/proof_engines.py --timeout 60 mutex tracker_small@bfs
+    python bench/proof_engines.py --engine infer       # one engine on every model
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def main() -> None:
                         help=f"of: {', '.join(MODELS)}")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds per engine and model [default: 300]")
+    parser.add_argument("--engine", dest="engines", action="append", choices=list(ENGINES),
+                        help="run only this engine (repeatable) [default: all]")
     options = parser.parse_args()
     unknown = [m for m in options.models if m not in MODELS]
     if unknown:
@@ -106,7 +109,8 @@ def main() -> None:
           f"  size")
     for name in options.models:
         folder, model, sets = MODELS[name]
-        for engine, command in ENGINES.items():
+        for engine in options.engines or list(ENGINES):
+            command = ENGINES[engine]
             row = run_one(folder, model, sets, command, options.timeout)
             print(f"{name:<34}{engine:<13}{row['outcome']:<16}{row['seconds']:>9.1f}"
                   f"{row['mb']:>9.0f}  {row['size']}", flush=True)

@@ -184,9 +184,10 @@ def test_cli_infer_timeout_stops_the_whole_search(here: Path) -> None:
 
 
 def test_cli_infer_stopped_in_a_huge_filter_counts_and_stops_on_time(here: Path) -> None:
-    """A model whose templates make 115 million candidates: stopped in the filter, the
-    command counts those still alive from their bits and lists none (building them took
-    two minutes past the deadline before, and 3.8 GB)."""
+    """A model whose templates make 18.5 million candidates (its filter takes about 45
+    s): stopped in the filter, the command counts those still alive from their bits
+    and lists none (building them took two minutes past the deadline before, and 3.8 GB,
+    when its templates made 115 million)."""
     model = str(MODELS_DIR / "log_driven_tiny_merge_leases.toml")
     result = run(here, "infer", model, "--timeout", "5", "-q", "--json")
     assert result.exit_code == 3, result.output

@@ -26,8 +26,10 @@ from checker.backends.vector import slot_reader
 from checker.engines.symbolic.induction import PROVED, prove
 from checker.engines.symbolic.infer import InferOptions, infer
 from checker.engines.symbolic.infer.cti_search import SEEN, WITHDRAWN
+from checker.engines.symbolic.infer.relations import related_pairs
 from checker.engines.symbolic.infer.templates import Pool, judge
 from checker.engines.symbolic.options import ProveOptions
+from checker.lang import Array, If, Int, Max, Spec, require
 from checker.lang.expr import BOOL
 from checker.models import build_machine, load_model
 from checker.reporting.proofs import print_inferred
@@ -81,6 +83,55 @@ def test_lockstep_has_the_literals_and_clauses_counted_by_hand() -> None:
     # a clause whose conclusion is about its guard's one slot is no candidate
     guard_x = [row for row, g in enumerate(pool.guards) if pool.literals[g].source == "s.x == 0"]
     assert not pool.clauses[guard_x[0], :14].any() and pool.clauses[guard_x[0], 14:].all()
+
+
+RELATE = Spec("relate", "which slots the spec relates, counted by hand")
+
+
+@RELATE.build
+def _relate(m, p):
+    for name in "abcde":
+        m.var(name, Int(0, 3), init=0)
+    m.var("far", Int(10, 12), init=10)
+    m.var("log", Array(Int(0, 3), 3), init=0)
+    m.var("i", Int(0, 2), init=0)
+
+    @m.action()
+    def compare(s):
+        require(s.a < s.b)  # a ~ b
+        s.e = 3
+
+    @m.action()
+    def copy(s):
+        s.b = If(s.e == 0, s.c, 0)  # b ~ c (the value), not e (the condition)
+        s.c = Max(s.c, s.log[s.i])  # c ~ every log[k], not the index i; b ~ c again
+
+    @m.action()
+    def together(s):
+        require(s.d < 3)
+        s.d = s.d + 1  # d ~ far: one action writes both (ranges apart: no literal)
+        s.far = 10
+
+    @m.invariant
+    def Bounded(s):  # noqa: N802
+        return s.e >= s.i  # e ~ i
+
+    @m.lemma
+    def Unused(s):  # noqa: N802
+        return s.a <= s.d  # a lemma a person wrote relates nothing
+
+
+def test_related_pairs_are_the_ones_the_spec_compares_copies_or_writes_together() -> None:
+    machine = RELATE.instantiate()
+    index = {s.name: s.index for s in machine.slots}
+    expected = {("a", "b"), ("b", "c"), ("c", "log[0]"), ("c", "log[1]"), ("c", "log[2]"),
+                ("d", "far"), ("e", "i"), ("log[0]", "log[1]"), ("log[0]", "log[2]"),
+                ("log[1]", "log[2]")}
+    assert related_pairs(machine) == {tuple(sorted((index[x], index[y]))) for x, y in expected}
+    pool = Pool(machine)  # six literals per related pair whose ranges overlap: not d, far
+    pair_sources = {lit.source for lit in pool.literals if len(lit.slots) == 2}
+    assert len(pair_sources) == 6 * 9 and "s.a < s.b" in pair_sources
+    assert not any("s.far" in text or "s.a < s.d" in text for text in pair_sources)
 
 
 @pytest.mark.parametrize("folder, name", [("mutex", "mutex"), ("two_phase_commit", "tpc")])

@@ -3,9 +3,10 @@ against the states the explicit engine enumerates.
 
 A *literal* says something of one slot (`x == c`, `x != c`, `x < c`, `c <= x` for
 each constant c of its range, an enum member or not, a boolean or its negation), or
-compares two integer slots whose ranges overlap (`x < y`, `x <= y`, `x == y`,
-`x != y`, both ways round). A candidate is one literal, or a clause
-`Implies(g, c)`: a one-slot guard g and any literal c over other slots. The guards
+compares two integer slots the spec relates and whose ranges overlap (`x < y`,
+`x <= y`, `x == y`, `x != y`, both ways round; `relations.py` says which). A
+candidate is one literal, or a clause `Implies(g, c)`: a one-slot guard g and any
+literal c over other slots. The guards
 are the one-slot literals, so the clauses are every disjunction of a one-slot
 literal with any literal: "position 1 of the log is present only if its entry's
 write is flushed", "a set bucket holds a ts of at least 1", "a replica's LAI is at
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from checker.backends.vector import compile_batch, dtype_for
+from checker.engines.symbolic.infer.relations import related_pairs
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, INT, EnumType, Expr
 from checker.lang.machine import Machine, Slot
@@ -89,16 +91,14 @@ def literals(machine: Machine) -> tuple[list[Literal], list[int]]:
                 add(E.eq(v, c), f"{ref} == {c}", f"{ref} != {c}", one)
                 if c > s.lo:
                     add(E.lt(v, c), f"{ref} < {c}", f"{ref} >= {c}", one)
-    ints = [s for s in machine.slots if s.leaf.sort == INT]
-    for i, a in enumerate(ints):
-        for b in ints[i + 1:]:
-            if a.hi < b.lo or b.hi < a.lo:
-                continue  # never comparable: different kinds of number
-            two, va, vb, ra, rb = frozenset({a.index, b.index}), _var(a), _var(b), _ref(a), \
-                _ref(b)
-            add(E.lt(va, vb), f"{ra} < {rb}", f"{ra} >= {rb}", two)
-            add(E.lt(vb, va), f"{rb} < {ra}", f"{rb} >= {ra}", two)
-            add(E.eq(va, vb), f"{ra} == {rb}", f"{ra} != {rb}", two)
+    for i, j in sorted(related_pairs(machine)):
+        a, b = machine.slots[i], machine.slots[j]
+        if a.hi < b.lo or b.hi < a.lo:
+            continue  # never comparable: different kinds of number
+        two, va, vb, ra, rb = frozenset({i, j}), _var(a), _var(b), _ref(a), _ref(b)
+        add(E.lt(va, vb), f"{ra} < {rb}", f"{ra} >= {rb}", two)
+        add(E.lt(vb, va), f"{rb} < {ra}", f"{rb} >= {ra}", two)
+        add(E.eq(va, vb), f"{ra} == {rb}", f"{ra} != {rb}", two)
     out: list[Literal] = []
     negation: list[int] = []
     for lit, neg in pairs:
