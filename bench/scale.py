@@ -13,10 +13,10 @@ wall seconds of the levels whose frontier is tiny, where the work is almost noth
 The run directory is kept when the run stops for any reason (Ctrl-C, a crash, a
 killed machine): the same command resumes it from its last durable level, and the
 figures then cover every run that got there. It is deleted after a complete run
-unless `--keep`. `--local-depth D` then runs the local engine (`--workers 2`) on the
-same model up to depth D, in a child process, and compares the rates per core over the
-same levels 0..D (the same states), with an estimate of the memory the local engine
-would need for the whole model from its own peak bytes per state.
+unless `--keep`. `--local-depth D` then runs the local engine on the same model up to
+depth D, with one worker and with two, each in a child process, and compares the rates
+per core over the same levels 0..D (the same states), with an estimate of the memory
+the local engine would need for the whole model from its own peak bytes per state.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from spark_vs_local import TreeMemory  # noqa: E402  (the sibling bench's sampler)
+from spark_vs_local import TreeMemory, level_records  # noqa: E402  (the sibling bench)
 
 from checker.errors import CheckerError  # noqa: E402
 
@@ -105,24 +105,20 @@ def run_spark(args: argparse.Namespace, overrides: dict[str, str]) -> dict:
     figures["startup_seconds"] = round(startup, 1)
     figures["resumed"] = resume
     figures["run_dir_bytes"] = tree_bytes(run_dir)
-    records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
-                     key=lambda p: int(p.parent.name.partition("=")[2]))
-    figures["levels"] = [{"level": k, "states": r["counts"]["states"], **r["counts"]["timings"]}
-                         for k, r in enumerate(json.loads(p.read_text()) for p in records)]
+    figures["levels"] = level_records(run_dir)
     return figures
 
 
-def run_local(overrides: dict[str, str], depth: int) -> dict:
-    """The local engine with two workers up to `depth` (in this process: call it in a
-    child)."""
+def run_local(overrides: dict[str, str], depth: int, workers: int) -> dict:
+    """The local engine's figures up to `depth` (in this process: call it in a child)."""
     from checker.models import build_machine, load_model
     from checker.run import BfsOptions, run
 
     model = load_model(str(ROOT.parent / MODEL), ROOT.parent / "models")
     result = run(build_machine(model, overrides),
-                 BfsOptions(deadlock=model.engine["deadlock"], workers=2, max_depth=depth,
+                 BfsOptions(deadlock=model.engine["deadlock"], workers=workers, max_depth=depth,
                             progress=lambda line: print(line, file=sys.stderr, flush=True)))
-    return {**result.stats, "complete": result.complete}
+    return result.stats
 
 
 def fixed_cost(levels: list[dict]) -> tuple[float, int]:
@@ -140,7 +136,7 @@ def rate_up_to(levels: list[dict], depth: int) -> tuple[int, float]:
     return states, states / seconds if seconds else float("nan")
 
 
-def report(spark: dict, local: dict | None, cores: int, overrides: dict[str, str]) -> None:
+def report(spark: dict, locals_: list[dict], cores: int, overrides: dict[str, str]) -> None:
     states, seconds = spark["distinct_states"], spark["seconds"]
     print(f"\nmodel {Path(MODEL).stem} {overrides}: {spark['outcome']}, {states:,} distinct states "
           f"({'at least' if states >= BILLION else 'FEWER THAN'} a billion), "
@@ -164,19 +160,21 @@ def report(spark: dict, local: dict | None, cores: int, overrides: dict[str, str
         rate = lv["states"] / lv["seconds"] if lv["seconds"] else 0
         print(f"{lv['level']:>5} {lv['states']:>14,} {lv['seconds']:>9.2f} {rate:>11,.0f} "
               f"{lv.get('bytes', 0):>15,}")
-    if local is None:
+    if not locals_:
         return
-    local_rate = local["distinct_states"] / local["seconds"]
-    spark_states, spark_rate = rate_up_to(spark["levels"], local["diameter"])
-    print(f"\nlocal engine, --workers 2, depth 0-{local['diameter']}: "
-          f"{local['distinct_states']:,} states in {local['seconds']:.0f} s, {local_rate:,.0f} "
-          f"states/s, {local_rate / cores:,.0f} per core; peak {local['peak_rss_mb']:,.0f} MB "
-          f"({local['peak_rss_mb'] * 2**20 / local['distinct_states']:.1f} B/state, so "
-          f"{local['peak_rss_mb'] * 2**20 / local['distinct_states'] * states / GIB:.0f} GiB "
-          f"for the whole model)")
-    same = "the same states" if spark_states == local["distinct_states"] else "DIFFERENT COUNTS"
-    print(f"spark over levels 0-{local['diameter']} ({spark_states:,} states: {same}): "
-          f"{spark_rate:,.0f} states/s; per core, spark / local = {spark_rate / local_rate:.2f}")
+    depth = locals_[0]["diameter"]
+    spark_states, spark_rate = rate_up_to(spark["levels"], depth)
+    print(f"\nlevels 0-{depth}, {spark_states:,} states: spark {spark_rate:,.0f} states/s, "
+          f"{spark_rate / cores:,.0f} per core")
+    for local in locals_:
+        n, rate = local["workers"], local["distinct_states"] / local["seconds"]
+        per_state = local["peak_rss_mb"] * 2**20 / local["distinct_states"]
+        same = "" if local["distinct_states"] == spark_states else " DIFFERENT COUNT"
+        print(f"local, {n} worker{'s' if n > 1 else ''}: {local['distinct_states']:,} states"
+              f"{same} in {local['seconds']:.0f} s, {rate:,.0f} states/s, {rate / n:,.0f} per "
+              f"core; spark per core / this per core = {spark_rate / cores / (rate / n):.2f}; "
+              f"peak {local['peak_rss_mb']:,.0f} MB ({per_state:.1f} B/state: "
+              f"{per_state * states / GIB:.0f} GiB for the whole model)")
 
 
 def main() -> None:
@@ -194,13 +192,13 @@ def main() -> None:
                         help="each Python worker's cap (address space: memory-mapped runs "
                              "count)")
     parser.add_argument("--local-depth", type=int, default=0,
-                        help="also run the local engine with two workers to this depth")
+                        help="also run the local engine, one worker then two, to this depth")
     parser.add_argument("--keep", action="store_true", help="keep the run directory")
-    parser.add_argument("--child-local", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child-local", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_local:
-        print(json.dumps(run_local(json.loads(args.child_local[0]),
-                                   int(args.child_local[1]))))
+        overrides, depth, workers = args.child_local
+        print(json.dumps(run_local(json.loads(overrides), int(depth), int(workers))))
         return
     overrides = {**SIZES, **dict(kv.split("=", 1) for kv in args.overrides)}
     try:
@@ -210,15 +208,16 @@ def main() -> None:
                  "to resume")
     except CheckerError as exc:
         sys.exit(f"{exc}\n(rerun the same command to resume)")
-    local = None
-    if args.local_depth:  # after Spark, so a resumed run does not repeat it
+    locals_ = []
+    for workers in (1, 2) if args.local_depth else ():  # after Spark, so a failed run that
+        # is resumed does not run them twice
         out = subprocess.run([sys.executable, __file__, "--run-dir", args.run_dir,
-                              "--child-local", json.dumps(overrides), str(args.local_depth)],
-                             stdout=subprocess.PIPE, text=True, check=True)
-        local = json.loads(out.stdout.strip().splitlines()[-1])
+                              "--child-local", json.dumps(overrides), str(args.local_depth),
+                              str(workers)], stdout=subprocess.PIPE, text=True, check=True)
+        locals_.append(json.loads(out.stdout.strip().splitlines()[-1]))
     cores = int(args.master.partition("[")[2].rstrip("]") or 1) \
         if args.master.startswith("local[") else 1
-    report(spark, local, cores, overrides)
+    report(spark, locals_, cores, overrides)
     if spark["complete"] and not args.keep:
         shutil.rmtree(args.run_dir)
 

@@ -100,14 +100,18 @@ def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
         figures.update(memory.stop() if i == len(model_files) - 1 else {})
         figures["run_dir_bytes"] = sum(p.stat().st_size for p in run_dir.rglob("*")
                                        if p.is_file())
-        records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
-                         key=lambda p: int(p.parent.name.partition("=")[2]))
-        figures["levels"] = [{"level": k, "states": r["counts"]["states"],
-                              **r["counts"]["timings"]}
-                             for k, r in enumerate(json.loads(p.read_text()) for p in records)]
+        figures["levels"] = level_records(run_dir)
         shutil.rmtree(run_dir)
         out.append(figures)
     return out
+
+
+def level_records(run_dir: Path) -> list[dict]:
+    """Each level's states and timings, from the records a Spark run directory keeps."""
+    records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
+                     key=lambda p: int(p.parent.name.partition("=")[2]))
+    return [{"level": k, "states": r["counts"]["states"], **r["counts"]["timings"]}
+            for k, r in enumerate(json.loads(p.read_text()) for p in records)]
 
 
 class TreeMemory:
