@@ -89,9 +89,7 @@ def values(e: Expr) -> set[int]:
         node = stack.pop()
         if node.op == "var":
             out.add(node.slot)
-        elif node.op == "ite":
-            stack += node.args[1:]
-        elif node.op == "select":
+        elif node.op in ("ite", "select"):  # (condition or index, the values...)
             stack += node.args[1:]
         elif node.op in _ARITHMETIC:
             stack += node.args

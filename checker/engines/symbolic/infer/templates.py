@@ -6,11 +6,10 @@ each constant c of its range, an enum member or not, a boolean or its negation),
 compares two integer slots the spec relates and whose ranges overlap (`x < y`,
 `x <= y`, `x == y`, `x != y`, both ways round; `relations.py` says which). A
 candidate is one literal, or a clause `Implies(g, c)`: a one-slot guard g and any
-literal c over other slots. The guards
-are the one-slot literals, so the clauses are every disjunction of a one-slot
-literal with any literal: "position 1 of the log is present only if its entry's
-write is flushed", "a set bucket holds a ts of at least 1", "a replica's LAI is at
-least its applied index" are all of that shape.
+literal c over other slots. The guards are the one-slot literals, so the clauses are
+every disjunction of a one-slot literal with any literal: "position 1 of the log is
+present only if its entry's write is flushed", "a set bucket holds a ts of at least
+1", "a replica's LAI is at least its applied index" are all of that shape.
 
 Judging is by literal: each batch of states evaluates every literal once (NumPy,
 compiled by the vector backend), packs each literal's values into bits, and a
