@@ -25,7 +25,7 @@ from checker.backends.scalar import ScalarMachine, evaluate
 from checker.backends.vector import slot_reader
 from checker.engines.symbolic.induction import PROVED, prove
 from checker.engines.symbolic.infer import InferOptions, infer
-from checker.engines.symbolic.infer.cti_search import SEEN, WITHDRAWN
+from checker.engines.symbolic.infer.cti_search import SEEN, WITHDRAWN, SearchStopped
 from checker.engines.symbolic.infer.relations import related_pairs
 from checker.engines.symbolic.infer.templates import Pool, judge
 from checker.engines.symbolic.options import ProveOptions
@@ -248,6 +248,21 @@ def test_made_clauses_complete_a_proof_the_templates_cannot() -> None:
         _as_props(first.needed))]
     assert prove(dataclasses.replace(machine, lemmas=lemmas),
                  ProveOptions()).outcome == PROVED
+
+
+def test_stopped_in_the_search_it_still_counts_the_clauses_made(monkeypatch) -> None:
+    """The search grows the candidates by the clauses it makes; stopped by the deadline,
+    the result says how many (it said 0 where the progress lines had said hundreds)."""
+    from checker.engines.symbolic.infer import pipeline
+
+    def made_two_then_stopped(machine, pool, cands, deadline, progress, fixed):
+        cands += [pool.clause((0, 2)), pool.clause((0, 4))]
+        raise SearchStopped("the search for lemmas", cands[-2:], 3)
+
+    monkeypatch.setattr(pipeline, "strengthen", made_two_then_stopped)
+    result = infer(_example("two_phase_commit", "tpc"), InferOptions(timeout=600))
+    assert result.made == 2 and result.rounds == 3 and len(result.survivors) == 2
+    assert result.unknown and not result.proves
 
 
 def test_the_same_command_prints_the_same_lemmas_for_any_number_of_workers() -> None:

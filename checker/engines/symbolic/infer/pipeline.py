@@ -268,6 +268,7 @@ def _by_ctis(machine: Machine, found: Reachable, own: list[Property],
                             fixed=own)
     except SearchStopped as stop:
         out.survivors, out.rounds = stop.chosen, stop.rounds
+        out.made = len(cands) - len(found.kept)
         out.alive_note = (f"chosen in {stop.rounds} rounds of counterexamples to induction, "
                           f"true in every state seen, not yet inductive with the invariants")
         raise
