@@ -256,6 +256,11 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
+@click.option("--exchange", type=click.Choice(("auto", "files", "shuffle")),
+              help="How Spark executors pass successors: files in the run directory (every "
+                   "executor must see it), or Spark's shuffle (nothing shared: the driver "
+                   "alone writes the run directory)  [default: auto, files when every "
+                   "executor sees the run directory; on --resume, the run's]")
 @click.option("--spark-log", is_flag=True,
               help="Show Spark's own log lines (JVM, log4j, py4j) on the terminal  "
                    "[default: in a file in the system's temp folder, named in the header]")
@@ -266,11 +271,12 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="First test that the spec's scalarsets are symmetries; refuse if not.")
 def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
           checkpoint_every: float, timeout: float | None, master: str | None,
-          partitions: int | None, run_dir: str | None, resume: str | None, spark_log: bool,
-          symmetry: bool, check_symmetry: bool, workers: int | None) -> int:
+          partitions: int | None, run_dir: str | None, resume: str | None,
+          exchange: str | None, spark_log: bool, symmetry: bool, check_symmetry: bool,
+          workers: int | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir,
-                  "--spark-log": spark_log or None}
+                  "--exchange": exchange, "--spark-log": spark_log or None}
     if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
         given = next(k for k, v in spark_only.items() if v is not None)
         raise click.UsageError(f"{given} applies to --engine spark")
@@ -307,12 +313,13 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
                                           / f"ctmc-spark-{model.name}-{os.getpid()}.log")
         engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
                       **({"partitions": partitions} if partitions else {}),
+                      **({"exchange": exchange} if exchange else {}),
                       **({"spark_log": log} if log else {}))
         options = SparkOptions(
             master=engine["master"], partitions=partitions, run_dir=folder,
             resume=resume is not None, max_depth=engine["max_depth"] or None,
             deadlock=engine["deadlock"], label=model.name, progress=progress,
-            symmetry=symmetry, log_file=log)
+            symmetry=symmetry, log_file=log, exchange=exchange or "auto")
     else:
         folder = resume or checkpoint
         if timeout is not None:

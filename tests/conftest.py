@@ -27,7 +27,7 @@ def start_session(master: str, fault_dir: Path):
 
 @pytest.fixture(scope="session")
 def fault_dir(tmp_path_factory) -> Path:
-    """Where tests arm `kill-level-K` files (see checker.engines.spark.levels._maybe_fail)."""
+    """Where tests arm `kill-level-K` files (see checker.engines.spark.levels.maybe_fail)."""
     return tmp_path_factory.mktemp("faults")
 
 

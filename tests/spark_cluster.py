@@ -70,14 +70,36 @@ def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(proc.pid, sig)  # start_new_session: the group's id is the leader's pid
 
 
+def hiding(folder: Path) -> list[str]:
+    """A command prefix that runs a program in its own mount namespace, with an empty
+    tmpfs over `folder`: it sees none of what others put there, and they see nothing it
+    writes there (as a worker on another machine). Root may do this; anyone else maps
+    itself to root in a user namespace, which most kernels allow."""
+    user = [] if os.geteuid() == 0 else ["--map-root-user"]
+    return ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t tmpfs ctmc-hidden "$0" && exec "$@"', str(folder)]
+
+
+def hiding_missing(folder: Path) -> str | None:
+    """Why `hiding` does not work here, or None."""
+    if shutil.which("unshare") is None:
+        return "no unshare command (util-linux)"
+    probe = subprocess.run([*hiding(folder), "sh", "-c", 'test -z "$(ls -A "$0")"',
+                            str(folder)], capture_output=True, text=True)
+    if probe.returncode:
+        return f"cannot hide a folder in a mount namespace: {probe.stderr.strip()[:200]}"
+    return None
+
+
 class _Daemon:
     """A master or worker JVM, leader of its own process group, logging to `log`."""
 
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log: Path):
+    def __init__(self, name: str, args: list[str], env: dict[str, str], log: Path,
+                 prefix: list[str] | None = None):
         self.name, self.log = name, log
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
-                [str(spark_home() / "bin" / "spark-class"), *args], env=env,
+                [*(prefix or []), str(spark_home() / "bin" / "spark-class"), *args], env=env,
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True)
 
@@ -106,11 +128,14 @@ class _Daemon:
 
 
 class SparkCluster:
-    """A standalone master on 127.0.0.1 with `workers` workers of `cores` cores each."""
+    """A standalone master on 127.0.0.1 with `workers` workers of `cores` cores each;
+    with `hidden`, each worker (its executors too) sees its own empty folder there
+    (`hiding`), so a run directory under it is the driver's alone."""
 
     def __init__(self, base: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, hidden: Path | None = None):
         self.base = base
+        self.hidden = hidden
         self.extra_env = env or {}
         self.cores, self.memory = cores, memory
         self.port, self.web_ui_port = free_ports(2)
@@ -161,7 +186,8 @@ class SparkCluster:
             ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(port),
              "--webui-port", str(web_ui_port), "--cores", str(self.cores),
              "--memory", self.memory, "--work-dir", str(work_dir), self.master_url],
-            self._env, self.base / f"worker-{index}.log")
+            self._env, self.base / f"worker-{index}.log",
+            hiding(self.hidden) if self.hidden else None)
 
     def stop(self) -> None:
         """Stop the workers (and their executors), then the master."""
@@ -244,13 +270,14 @@ class SparkCluster:
 @contextlib.contextmanager
 def spark_cluster(base: Path | None = None, workers: int = 2, cores: int = 1,
                   memory: str = "1g", timeout: float = READY_SECONDS,
-                  env: dict[str, str] | None = None) -> Iterator[SparkCluster]:
+                  env: dict[str, str] | None = None,
+                  hidden: Path | None = None) -> Iterator[SparkCluster]:
     """A started cluster (logs and work directories in `base`, else a temporary
     directory removed afterwards), stopped on exit."""
     with contextlib.ExitStack() as stack:
         if base is None:
             base = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctmc-spark-")))
-        cluster = SparkCluster(base, workers, cores, memory, env)
+        cluster = SparkCluster(base, workers, cores, memory, env, hidden)
         stack.callback(cluster.stop)
         cluster.start(timeout)
         yield cluster

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from checker.engines.spark.levels import FAULT_ENV
-from tests.spark_cluster import SparkCluster, java_missing, spark_cluster
+from tests.spark_cluster import SparkCluster, hiding_missing, java_missing, spark_cluster
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(REPO / "cli.py")
@@ -49,19 +49,41 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where tests arm faults for the executors (checker.engines.spark.levels._maybe_fail)."""
+    """Where tests arm faults for the executors (checker.engines.spark.levels.maybe_fail)."""
     return tmp_path_factory.mktemp("faults")
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, faults: Path) -> Iterator[SparkCluster]:
-    """A standalone master and two one-core workers, for the whole module."""
+    """A standalone master and two one-core workers, for the whole module. Each worker
+    sees its own empty folder over the driver's `driver-only` folder (when this machine
+    lets a process have its own mounts: `spark_cluster.hiding`)."""
     reason = java_missing()
     if reason:
         pytest.skip(reason)
+    driver_only = tmp_path_factory.mktemp("driver-only")
+    hidden = None if hiding_missing(driver_only) else driver_only
     with spark_cluster(tmp_path_factory.mktemp("spark-cluster"),
-                       env={FAULT_ENV: str(faults)}) as started:
+                       env={FAULT_ENV: str(faults)}, hidden=hidden) as started:
         yield started
+
+
+@pytest.fixture(params=["shared", "driver-only"])
+def folder(request: pytest.FixtureRequest, cluster: SparkCluster, tmp_path: Path) -> Path:
+    """Where a test's run directory goes: a folder the workers share with the driver
+    (the file exchange), or one only the driver sees (the shuffle exchange)."""
+    if request.param == "shared":
+        return tmp_path
+    if cluster.hidden is None:
+        pytest.skip(f"no folder hidden from the workers: {hiding_missing(tmp_path)}")
+    own = cluster.hidden / tmp_path.name
+    own.mkdir()
+    return own
+
+
+def expected_exchange(folder: Path, cluster: SparkCluster) -> str:
+    return "shuffle" if cluster.hidden is not None and folder.is_relative_to(cluster.hidden) \
+        else "files"
 
 
 @pytest.fixture
@@ -229,52 +251,64 @@ def level_line(level: int) -> str:
 # --- tests ------------------------------------------------------------------------------
 
 def test_a_standalone_cluster_gives_the_local_result(
-        master: str, local_engine: Callable[[str], Local], tmp_path: Path) -> None:
+        cluster: SparkCluster, master: str, local_engine: Callable[[str], Local],
+        folder: Path) -> None:
     """The counterexample model (the holds one runs on the cluster in the worker-kill
-    test below, which asserts the same)."""
-    trace = tmp_path / "spark.itf.json"
-    done = run(spark_args(FAILS, master, tmp_path / "run", trace))
-    assert_like_local(local_engine(FAILS), done, trace)
+    test below, which asserts the same). Workers that do not see the run directory get
+    the shuffle exchange, and say so."""
+    trace = folder / "spark.itf.json"
+    done = run(spark_args(FAILS, master, folder / "run", trace))
+    out = assert_like_local(local_engine(FAILS), done, trace)
     assert re.search(level_line(1) + " new", done.stderr, re.MULTILINE), done.stderr[-3000:]
+    assert out["stats"]["exchange"] == expected_exchange(folder, cluster)
+    assert ("executor tasks cannot see" in done.stderr) == (out["stats"]["exchange"] == "shuffle")
 
 
 def test_a_worker_killed_mid_level_costs_nothing(
         cluster: SparkCluster, master: str, faults: Path, local_engine: Callable[[str], Local],
-        tmp_path: Path) -> None:
+        folder: Path) -> None:
     """A task expanding level 4 pauses; the worker running it is killed, with its
     executor and Python workers. Spark reruns the lost tasks (and any lost shuffle
-    output) on the other worker, and the run ends as if nothing happened."""
-    trace = tmp_path / "spark.itf.json"
+    output, and with the shuffle exchange the buckets that worker kept, from their
+    lineage) on the other worker, and the run ends as if nothing happened."""
+    trace = folder / "spark.itf.json"
     (faults / "pause-level-4").touch()
     paused = faults / "paused-level-4"
-    with Running(spark_args(HOLDS, master, tmp_path / "run", trace)) as running:
+    with Running(spark_args(HOLDS, master, folder / "run", trace)) as running:
         deadline = time.monotonic() + RUN_SECONDS
         while not paused.exists() and running.proc.poll() is None \
                 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert paused.exists(), "no task paused at level 4:\n" + "\n".join(running.lines[-30:])
-        cluster.kill_worker(cluster.worker_running(int(paused.read_text())))
+        paused_pid = int(paused.read_text())
+        paused.unlink()
+        (faults / "pause-level-4.fired").unlink()
+        cluster.kill_worker(cluster.worker_running(paused_pid))
         (faults / "go-level-4").touch()
         assert len(cluster.worker_pids) == 1
         done = running.finish()
-    assert_like_local(local_engine(HOLDS), done, trace)
+    (faults / "go-level-4").unlink()
+    out = assert_like_local(local_engine(HOLDS), done, trace)
     assert cluster.alive_workers() == 1
+    assert out["stats"]["exchange"] == expected_exchange(folder, cluster)
 
 
 def test_a_killed_driver_resumes_from_its_run_directory(
-        master: str, local_engine: Callable[[str], Local], tmp_path: Path) -> None:
+        cluster: SparkCluster, master: str, local_engine: Callable[[str], Local],
+        folder: Path) -> None:
     """The driver (the CLI and its JVM) dies mid level: the master drops the
     application, and --resume continues from the levels already recorded, to the same
     counterexample."""
-    run_dir, trace = tmp_path / "run", tmp_path / "spark.itf.json"
+    run_dir, trace = folder / "run", folder / "spark.itf.json"
     with Running(spark_args(FAILS, master, run_dir, trace)) as running:
         running.wait_for(level_line(3))
         running.kill()
     assert running.proc.returncode == -signal.SIGKILL
     done = run(spark_args(FAILS, master, run_dir, trace, resume=True))
-    assert_like_local(local_engine(FAILS), done, trace)
+    out = assert_like_local(local_engine(FAILS), done, trace)
     assert not re.search(level_line(1) + " new", done.stderr, re.MULTILINE), \
         "the resumed run explored level 1 again:\n" + done.stderr[-3000:]
+    assert out["stats"]["exchange"] == expected_exchange(folder, cluster)
 
 
 def test_a_url_that_is_no_master_is_refused_in_one_line(cluster: SparkCluster,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -243,6 +244,123 @@ def test_visited_runs_merge_like_a_binary_counter():
         assert runs[-1][1] == levels - 1 and len(runs) == bin(levels).count("1")
 
 
+# --- the shuffle exchange: executors that share no directory with the driver ---------------
+
+SHUFFLE_MODELS = [*MODELS, "grid", "deadlock", "hashed_fingerprints", "guard_out_of_range",
+                  "invariant_out_of_range"]
+
+
+def _machine(name: str) -> tuple[Machine, bool]:
+    if name in SPECS:
+        spec, params, deadlock = SPECS[name]
+        return spec.instantiate(params), deadlock
+    return model_machine(name)
+
+
+@pytest.mark.parametrize("name", SHUFFLE_MODELS)
+def test_the_shuffle_exchange_gives_the_local_engines_result(name, spark, tmp_path):
+    machine, deadlock = _machine(name)
+    local = local_check(machine, BfsOptions(deadlock=deadlock))
+    run_dir = tmp_path / "run"
+    result = run_spark(machine, run_dir, spark, deadlock, partitions=3, exchange="shuffle")
+    assert_same(local, result)
+    assert result.stats["exchange"] == "shuffle"
+    assert json.loads((run_dir / "run.json").read_text())["exchange"] == "shuffle"
+    # the driver alone wrote the run directory: levels, never visited runs or exchange files
+    assert {p.name for p in run_dir.iterdir()} <= {"run.json"} | {
+        f"level={k}" for k in range(result.stats["diameter"] + 1)}
+
+
+def test_the_shuffle_exchange_stores_the_local_engines_orbits(spark, tmp_path):
+    machine, deadlock = model_machine("tracker_small")
+    local = local_check(machine, BfsOptions(deadlock=deadlock, symmetry=True))
+    assert_same(local, run_spark(machine, tmp_path / "run", spark, deadlock, symmetry=True,
+                                 exchange="shuffle"))
+    assert local.stats["distinct_states"] == 900
+
+
+def test_the_shuffle_exchange_never_moves_the_visited_set(spark, tmp_path, monkeypatch):
+    """Each level adds one shuffle to the lineage, its successors'; the buckets it
+    carries are zipped with them partition by partition, so the only other shuffle is
+    the one that placed level 0's buckets."""
+    import checker.engines.spark.carried as carried
+
+    lineages: list[str] = []
+    original = carried.next_level
+
+    def spy(task, buckets, ranges, reports):
+        job = original(task, buckets, ranges, reports)
+        lineages.append(job.toDebugString().decode())
+        assert job.getNumPartitions() == task.tasks == ranges.partitions
+        return job
+
+    monkeypatch.setattr(carried, "next_level", spy)
+    machine = GRID.instantiate({"n": 3, "bx": 9, "by": 9})
+    result = run_spark(machine, tmp_path / "run", spark, partitions=4, exchange="shuffle")
+    assert len(lineages) == result.stats["diameter"] + 1  # the last level finds nothing new
+    for level, lineage in enumerate(lineages):
+        assert "PartitionerAwareUnionRDD" in lineage, lineage
+        assert len(set(re.findall(r"ShuffledRDD\[(\d+)\]", lineage))) == level + 2, lineage
+
+
+def test_the_shuffle_exchange_adds_partitions_as_the_levels_grow(spark, tmp_path,
+                                                                 monkeypatch):
+    """The buckets move to more partitions (2, then 4, then one per bucket) as the
+    frontier grows, and the result does not change. No bucket is deduplicated twice:
+    Spark never recomputes a level from the lineage (as it did when the old
+    partitions were dropped before the moved ones were built)."""
+    import checker.engines.spark.carried as carried
+    import checker.engines.spark.search as engine
+
+    monkeypatch.setattr(engine, "STATES_PER_TASK", 1)
+    merged: dict[int, list[int]] = {}  # a level's reports (by identity) -> buckets received
+    add = carried.Reports.addInPlace
+
+    def counting(self, a, b):  # the driver's merge of one task's reports
+        merged.setdefault(id(a), []).extend(b)
+        return add(self, a, b)
+
+    monkeypatch.setattr(carried.Reports, "addInPlace", counting)
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    result = run_spark(machine, tmp_path / "run", spark, partitions=5, exchange="shuffle")
+    assert_same(local, result)
+    tasks = [json.loads(p.read_text())["counts"]["timings"]["tasks"]
+             for p in sorted((tmp_path / "run").glob("level=*/_ctmc_level.json"),
+                             key=lambda p: int(p.parent.name.split("=")[1]))[1:]]
+    assert tasks == sorted(tasks) and set(tasks) == {2, 4, 5}, tasks
+    assert len(merged) == result.stats["diameter"] + 1
+    assert all(sorted(buckets) == list(range(5)) for buckets in merged.values()), merged
+
+
+def test_a_shuffle_run_interrupted_or_killed_resumes_to_the_same_result(spark, fault_dir,
+                                                                        tmp_path):
+    """The executors' buckets are rebuilt from the recorded levels: after Ctrl-C, and
+    after a level's job failed (local[2] does not retry a killed Python worker)."""
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    run_dir = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, run_dir, spark, progress=_StopAfter(2), exchange="shuffle")
+    assert recorded_sizes(run_dir) == [1, 2, 3]
+    (fault_dir / "kill-level-4").touch()
+    with pytest.raises(CheckerError, match="level 5 failed"):
+        run_spark(machine, run_dir, spark, resume=True)  # the run's exchange: shuffle
+    assert (fault_dir / "kill-level-4.fired").exists()
+    assert recorded_sizes(run_dir) == [1, 2, 3, 4, 5]
+    assert_same(local, run_spark(machine, run_dir, spark, resume=True))
+    with pytest.raises(CheckerError, match="was run with --exchange shuffle"):
+        run_spark(machine, run_dir, spark, resume=True, exchange="files")
+
+
+def test_the_shuffle_exchange_refuses_liveness(tmp_path):
+    line = one_error_line(ctmc("check", "v1_tiny_close_liveness", "--engine", "spark",
+                               "--master", LOCAL, "--exchange", "shuffle",
+                               "--run-dir", str(tmp_path / "run")))
+    assert "liveness on Spark reads the levels in the executors" in line
+    assert not (tmp_path / "run").exists()
+
+
 # --- run directories: resume, refusals ------------------------------------------------------
 
 class _StopAfter:
@@ -321,7 +439,7 @@ def test_bad_spark_options_give_one_line(args, message, tmp_path):
 
 
 @pytest.mark.parametrize("url", ["hdfs://nowhere:9000/run", "s3a://bucket/run",
-                                 "file:///tmp/run"])
+                                 "file://host/tmp/run"])
 def test_a_run_directory_url_is_refused_before_anything_is_written(url, tmp_path,
                                                                   monkeypatch):
     """Taken as a path, hdfs://h/x became a local folder 'hdfs:' with Parquet in it and
@@ -330,17 +448,20 @@ def test_a_run_directory_url_is_refused_before_anything_is_written(url, tmp_path
     monkeypatch.chdir(tmp_path)
     line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark",
                                "--master", LOCAL, "--run-dir", url))
-    assert f"run directory {url}: URLs are not supported yet" in line
+    assert f"run directory {url}: only file:/// URLs are supported" in line
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(CheckerError, match="URLs are not supported yet"):
+    with pytest.raises(CheckerError, match="only file:/// URLs are supported"):
         spark_run_dir.inspect(url, {}, None)
 
 
-def test_a_run_directory_the_executors_cannot_read_is_refused_before_level_0(
-        spark, tmp_path, monkeypatch):
+def test_a_file_url_is_the_drivers_path(tmp_path):
+    assert spark_run_dir.local_folder(f"file://{tmp_path}/run") == tmp_path / "run"
+
+
+def _unseen_run_json(monkeypatch):
     """On a cluster, a local path on the driver is another folder (or none) on the
     workers. Simulated here by a run.json that vanishes once the driver wrote it: the
-    first job, in the executors, finds it missing; nothing else is written."""
+    first job, in the executors, finds it missing."""
     import checker.engines.spark.search as engine
 
     create = engine.spark_run_dir.create
@@ -351,11 +472,41 @@ def test_a_run_directory_the_executors_cannot_read_is_refused_before_level_0(
         return run
 
     monkeypatch.setattr(engine.spark_run_dir, "create", create_unseen)
+
+
+def test_with_the_file_exchange_a_run_directory_the_executors_cannot_read_is_refused(
+        spark, tmp_path, monkeypatch):
+    _unseen_run_json(monkeypatch)
     run_dir = tmp_path / "run"
     with pytest.raises(CheckerError, match=r"run directory .*/run: 2 of 2 executor tasks "
                                            r"cannot read it; give a folder that the driver"):
-        run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark)
-    assert list(run_dir.iterdir()) == []
+        run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), run_dir, spark,
+                  exchange="files")
+    assert not run_dir.exists()  # nothing is left
+
+
+def test_executors_that_cannot_read_the_run_directory_get_the_shuffle_exchange(
+        spark, tmp_path, monkeypatch):
+    _unseen_run_json(monkeypatch)
+    machine = GRID.instantiate({"n": 3, "bx": 4, "by": 3})
+    lines: list[str] = []
+    result = run_spark(machine, tmp_path / "run", spark, progress=lines.append)
+    assert_same(local_check(machine, BfsOptions(deadlock=False)), result)
+    assert result.stats["exchange"] == "shuffle"
+    assert any("2 of 2 executor tasks cannot see" in line for line in lines)
+
+
+def test_a_liveness_model_whose_executors_cannot_read_the_run_directory_is_refused(
+        spark, tmp_path, monkeypatch):
+    """The shuffle exchange cannot check liveness: refused before level 0, and the run
+    directory made for it is removed again."""
+    _unseen_run_json(monkeypatch)
+    machine, deadlock = model_machine("v1_tiny_close_liveness")
+    run_dir = tmp_path / "new" / "run"
+    with pytest.raises(CheckerError, match="liveness on Spark reads the levels in the "
+                                           "executors"):
+        run_spark(machine, run_dir, spark, deadlock)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_spark_options_need_the_spark_engine(tmp_path):

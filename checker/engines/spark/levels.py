@@ -32,7 +32,7 @@ import dataclasses
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.packing import U64
 
-FAULT_ENV = "CTMC_SPARK_FAULT_DIR"  # tests only: see `_maybe_fail`
+FAULT_ENV = "CTMC_SPARK_FAULT_DIR"  # tests only: see `maybe_fail`
 
 
 # --- the machine, rebuilt in executors ------------------------------------------
@@ -168,6 +168,14 @@ def read_level(path: Path, kernel: Kernel, columns: Iterable[str] | None = None)
 def write_level(path: Path, states: States, exact: bool) -> dict[str, Any]:
     """Write a level file atomically; its description (bytes, rows, SHA-256) for the
     level's record. The same rows always make the same bytes, so a retry is harmless."""
+    data, description = level_bytes(states, exact)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_bytes(path, data)
+    return description
+
+
+def level_bytes(states: States, exact: bool) -> tuple[memoryview, dict[str, Any]]:
+    """A level file's bytes (Parquet), and their description for the level's record."""
     columns = {"fp": pa.array(states.fps.view(np.int64))}
     if not exact:
         for i, w in enumerate(states.words):
@@ -176,11 +184,9 @@ def write_level(path: Path, states: States, exact: bool) -> dict[str, Any]:
     columns["action"] = pa.array(states.actions.astype(np.int32))
     sink = pa.BufferOutputStream()
     pq.write_table(pa.table(columns), sink)
-    data = sink.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(path, memoryview(data))
-    return {"bytes": data.size, "rows": len(states.fps),
-            "sha256": hashlib.sha256(memoryview(data)).hexdigest()}
+    data = memoryview(sink.getvalue())
+    return data, {"bytes": data.nbytes, "rows": len(states.fps),
+                  "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def write_bucket(root: Path, level: int, bucket: int, states: States, exact: bool
@@ -265,9 +271,22 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     layout = kernel.layout
     buckets = task.buckets_of(index)
     columns = ["fp", *word_columns(layout.n_words, layout.exact)]
-    frontier = _concat([read_level(level_file(Path(task.root), task.level, b), kernel, columns)
+    frontier = concat([read_level(level_file(Path(task.root), task.level, b), kernel, columns)
                         for b in buckets], kernel)
-    _maybe_fail(task.level)
+    maybe_fail(task.level)
+    summary, rows = expand_states(task, kernel, frontier, started)
+    summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
+                                            task.buckets, rows)
+    summary.write_seconds = time.perf_counter() - started - summary.seconds
+    yield buckets[0], summary
+
+
+def expand_states(task: LevelTask, kernel: Kernel, frontier: States, started: float
+                  ) -> tuple[ExpandSummary, list[np.ndarray]]:
+    """The distinct successors of `frontier` (fingerprints and words), each with its
+    smallest generator here, as equal-length uint64 columns: fingerprint, words (none
+    when fingerprints are exact), parent fingerprint, action id."""
+    layout = kernel.layout
     # sorted by fingerprint so that generation keys follow (parent fp, action); the
     # buckets' files are each sorted, so a stable sort merges them
     order = np.argsort(frontier.fps, kind="stable")
@@ -304,10 +323,7 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     summary.exchanged = len(new_fps)
     rows = [new_fps, *([] if layout.exact else new_words), fps[gen // A], (gen % A).astype(U64)]
     summary.seconds = time.perf_counter() - started
-    summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
-                                            task.buckets, rows)
-    summary.write_seconds = time.perf_counter() - started - summary.seconds
-    yield buckets[0], summary
+    return summary, rows
 
 
 def _min(a: int | None, b: int | None) -> int | None:
@@ -328,27 +344,45 @@ def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, Expan
 
 
 def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary:
-    """Level K+1's states of `bucket`: the successors sent here that are in none of the
-    bucket's visited runs, each with its canonical generator (the smallest (parent
-    fingerprint, action id) over all frontier buckets), checked against the invariants
-    and written with the bucket's new visited run."""
+    """Level K+1's states of `bucket` from the exchange files and the bucket's visited
+    runs (`dedupe_states`), written with the bucket's new visited run."""
     started = time.perf_counter()
-    layout = kernel.layout
-    exact = layout.exact
     root = Path(task.root)
-    columns = exchange.read(root, task.level + 1, task.tasks, task.buckets, bucket,
-                            3 if exact else 3 + layout.n_words)
-    fps = columns[0]
-    got = States(fps, [fps] if exact else columns[1:-2], columns[-2],
-                 columns[-1].view(np.int64))
-    del columns
+    got = exchanged_states(kernel, exchange.read(
+        root, task.level + 1, task.tasks, task.buckets, bucket,
+        3 if kernel.layout.exact else 3 + kernel.layout.n_words))
     read = time.perf_counter()
-    candidates = got.take(_canonical_rows(got.fps, got.parents, got.actions), exact)
     folder = visited_runs.bucket_folder(root, bucket)
     runs = [visited_runs.read_run(folder / visited_runs.run_name(r))
             for r in visited_runs.schedule(task.level + 1)]
-    new = candidates.take(~visited_runs.known(runs, candidates.fps), exact)
-    del runs, candidates, got
+    summary, new = dedupe_states(task, kernel, got, lambda fps: visited_runs.known(runs, fps))
+    del got
+    deduped = time.perf_counter()
+    summary.file, summary.run = write_bucket(root, task.level + 1, bucket, new,
+                                             kernel.layout.exact)
+    summary.read_seconds = read - started
+    summary.seconds = deduped - read
+    summary.write_seconds = time.perf_counter() - deduped
+    return summary
+
+
+def exchanged_states(kernel: Kernel, columns: list[np.ndarray]) -> States:
+    """The rows `expand_states` made (several tasks' shares, concatenated) as States."""
+    fps = columns[0]
+    return States(fps, [fps] if kernel.layout.exact else columns[1:-2], columns[-2],
+                  columns[-1].view(np.int64))
+
+
+def dedupe_states(task: LevelTask, kernel: Kernel, got: States,
+                  known: Callable[[np.ndarray], np.ndarray]) -> tuple[DedupeSummary, States]:
+    """Of the successors `got` sent to one bucket, the new states (those `known` does
+    not mark among sorted fingerprints), sorted by fingerprint, each with its canonical
+    generator (the smallest (parent fingerprint, action id) over all frontier buckets),
+    checked against the invariants."""
+    exact = kernel.layout.exact
+    candidates = got.take(_canonical_rows(got.fps, got.parents, got.actions), exact)
+    new = candidates.take(~known(candidates.fps), exact)
+    del candidates
     summary = DedupeSummary(np.bincount(new.actions, minlength=kernel.n_actions), len(new.fps))
     first = np.empty(len(new.fps), dtype=np.int64)
     undefined = np.empty(len(new.fps), dtype=bool)
@@ -361,15 +395,11 @@ def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary
         i = bad[np.lexsort((new.actions[bad], new.parents[bad]))[0]]
         summary.bad = (int(new.parents[i]), int(new.actions[i]), int(first[i]),
                        bool(undefined[i]))
-    deduped = time.perf_counter()
-    summary.file, summary.run = write_bucket(root, task.level + 1, bucket, new, exact)
-    summary.read_seconds = read - started
-    summary.seconds = deduped - read
-    summary.write_seconds = time.perf_counter() - deduped
-    return summary
+    return summary, new
 
 
-def _concat(shares: list[States], kernel: Kernel) -> States:
+def concat(shares: list[States], kernel: Kernel) -> States:
+    """The rows of several shares, one after another."""
     if not shares:
         empty = np.empty(0, dtype=U64)
         return States(empty, [empty] * kernel.layout.n_words, empty, np.empty(0, dtype=np.int64))
@@ -404,7 +434,7 @@ def _canonical_rows(fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -
 
 # --- fault injection ---------------------------------------------------------------------------
 
-def _maybe_fail(level: int) -> None:
+def maybe_fail(level: int) -> None:
     """Tests only, in the folder named by $CTMC_SPARK_FAULT_DIR:
 
     - `kill-level-K`: the first task expanding level K takes the file and kills its

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from checker.lang.machine import Machine
 
 DEFAULT_MASTER = "local[*]"
+EXCHANGES = ("auto", "files", "shuffle")  # auto: files if every executor sees the run directory
 
 
 @dataclass
@@ -17,6 +18,7 @@ class SparkOptions:
     partitions: int | None = None  # None: the run directory's on resume, else 2 per core (>= 8)
     run_dir: str | None = None  # None: runs/LABEL-TIMESTAMP
     resume: bool = False
+    exchange: str = "auto"  # one of EXCHANGES; a resumed run keeps the one it chose
     max_depth: int | None = None
     deadlock: bool = True
     label: str = ""  # the model's name, recorded in run.json

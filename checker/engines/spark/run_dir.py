@@ -1,8 +1,9 @@
 """The run directory of a Spark BFS: what is being run, and its levels with their records.
 
-    DIR/run.json                   what the run explores (its identity) and its
-                                   bucket count; written once, and marks the folder
-                                   as a ctmc run directory
+    DIR/run.json                   what the run explores (its identity), its
+                                   bucket count and its exchange (files or shuffle,
+                                   once chosen); marks the folder as a ctmc run
+                                   directory
     DIR/level=K/part-B.parquet     level K's states in bucket B, sorted by fingerprint
     DIR/level=K/_ctmc_level.json   level K's record: each file's size, row count and
                                    SHA-256, the sizes of the visited runs it wrote, the
@@ -11,6 +12,9 @@
     DIR/visited/bucket=B/L*.u64    bucket B's visited fingerprints (`visited_runs.py`)
     DIR/exchange/level=K/          the successors on their way to level K (`exchange.py`),
                                    deleted once level K is recorded
+
+The last two are the file exchange's. With the shuffle exchange (`carried.py`) the
+executors keep the visited set and the driver alone writes here.
 
 A level is durable once its record is written, after every task wrote its files;
 the run's progress is the sum of the records of levels 0..K. On resume every
@@ -94,11 +98,27 @@ def level_file(root: Path, level: int, bucket: int) -> Path:
     return level_folder(root, level) / f"part-{bucket:05d}.parquet"
 
 
+FILES, SHUFFLE = "files", "shuffle"  # how a run's executors exchange successors
+
+
 @dataclass
 class RunDir:
     path: Path
     identity: dict[str, Any]
     partitions: int
+    exchange: str | None = None  # FILES or SHUFFLE; None until the first run chooses
+    made: list[Path] = field(default_factory=list)  # folders this run's `create` made
+
+    def abandon(self) -> None:
+        """Undo `create`, for a run refused before level 0: nothing of it is left."""
+        _unmake(self.path, self.made)
+
+    def choose_exchange(self, exchange: str) -> None:
+        """Record the exchange in run.json: a resumed run keeps it."""
+        self.exchange = exchange
+        write_json(self.path / RUN_FILE, {"identity": self.identity,
+                                          "partitions": self.partitions,
+                                          "exchange": exchange})
 
     def level_path(self, level: int) -> Path:
         return level_folder(self.path, level)
@@ -114,7 +134,7 @@ class RunDir:
             raise CheckerError(f"{folder}: the files there are not those the tasks of level "
                                f"{level} reported writing ({len(present)} found, {len(files)} "
                                "reported)")
-        if len(runs) != self.partitions:
+        if len(runs) != (self.partitions if self.exchange == FILES else 0):
             raise CheckerError(f"{folder}: the tasks of level {level} reported visited runs "
                                f"for {len(runs)} of {self.partitions} buckets")
         if sum(f["rows"] for f in files.values()) != counts.states:
@@ -154,11 +174,16 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
 
 
 def local_folder(path: str | os.PathLike) -> Path:
-    """The run directory as a local path. A URL (hdfs://, s3a://, file://) is refused:
-    taken as a path it would become a local folder named after its scheme."""
-    if _URL.match(str(path)):
-        raise CheckerError(f"run directory {path}: URLs are not supported yet; give a path "
-                           "that the driver and every executor see alike (an NFS mount, say)")
+    """The run directory as a path on the driver: a path, or a file:/// URL. Any other
+    URL (hdfs://, s3a://) is refused: taken as a path it would become a local folder
+    named after its scheme."""
+    text = str(path)
+    if text.startswith("file:///"):
+        return Path(text[len("file://"):])
+    if _URL.match(text):
+        raise CheckerError(f"run directory {path}: only file:/// URLs are supported; give a "
+                           "path on the driver (executors that do not see it exchange "
+                           "successors through Spark's shuffle)")
     return Path(path)
 
 
@@ -182,13 +207,19 @@ def create(path: str | os.PathLike, identity: dict[str, Any], partitions: int) -
         folder.mkdir(parents=True, exist_ok=True)
         write_json(folder / RUN_FILE, {"identity": identity, "partitions": partitions})
     except OSError as exc:  # a full disk, say: leave nothing of ours behind
-        (folder / f".{RUN_FILE}.tmp").unlink(missing_ok=True)
-        for made_folder in made:
-            with contextlib.suppress(OSError):
-                made_folder.rmdir()
+        _unmake(folder, made)
         raise CheckerError(f"cannot create run directory {folder}: "
                            f"{exc.strerror or exc}") from None
-    return RunDir(folder.resolve(), identity, partitions)
+    return RunDir(folder.resolve(), identity, partitions, made=made)
+
+
+def _unmake(folder: Path, made: list[Path]) -> None:
+    """Remove run.json (or its temporary file) and the folders `create` made, if empty."""
+    for name in (RUN_FILE, f".{RUN_FILE}.tmp"):
+        (folder / name).unlink(missing_ok=True)
+    for made_folder in made:
+        with contextlib.suppress(OSError):
+            made_folder.rmdir()
 
 
 def inspect(path: str | os.PathLike, identity: dict[str, Any],
@@ -204,7 +235,11 @@ def inspect(path: str | os.PathLike, identity: dict[str, Any],
     if partitions is not None and partitions != record["partitions"]:
         raise CheckerError(f"cannot resume {folder} with --partitions {partitions}: its levels "
                            f"are split into {record['partitions']} partitions")
-    return RunDir(folder.resolve(), identity, record["partitions"])
+    exchange = record.get("exchange")
+    if exchange not in (None, FILES, SHUFFLE):
+        raise CheckerError(f"{folder / RUN_FILE}: unknown exchange {exchange!r}; {folder} "
+                           "cannot be resumed")
+    return RunDir(folder.resolve(), identity, record["partitions"], exchange)
 
 
 def resume(path: str | os.PathLike, identity: dict[str, Any],
@@ -256,8 +291,11 @@ def resume(path: str | os.PathLike, identity: dict[str, Any],
 
 
 def _verify_runs(run: RunDir, durable: int, sizes: dict[int, dict[str, int]]) -> set[str]:
-    """The visited runs levels 0..durable need, each there with its recorded size."""
-    keep = set()
+    """The visited runs levels 0..durable need, each there with its recorded size (none
+    with the shuffle exchange, whose executors keep the visited set)."""
+    keep: set[str] = set()
+    if run.exchange == SHUFFLE:
+        return keep
     for lo, hi in visited_runs.schedule(durable + 1):
         name = visited_runs.run_name((lo, hi))
         keep.add(name)

@@ -18,6 +18,9 @@ taking a range of the N buckets (T grows with the level, up to N):
 
 The visited set is never shuffled, broadcast or collected, and nothing goes
 through Spark SQL's row format (`docs/decisions/0013-spark-files-not-tables.md`).
+That is the file exchange; when the executors do not see the run directory, the
+shuffle exchange (`carried.py`) keeps the same levels and records with the visited
+set in Spark's cache, the successors in Spark's shuffle, and only the driver writing.
 The driver only receives per-task summaries and, for a counterexample, reads one
 row per step.
 
@@ -47,13 +50,14 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from checker.backends.scalar import ScalarMachine
+from checker.engines.durable import write_bytes
 from checker.engines.explicit.successors import Kernel
 from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
 from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
 from checker.engines.scope import refuse_unchecked
+from checker.engines.spark import carried, visited_runs
 from checker.engines.spark import run_dir as spark_run_dir
-from checker.engines.spark import visited_runs
 from checker.engines.spark.levels import (
     DedupeSummary,
     ExpandSummary,
@@ -65,10 +69,11 @@ from checker.engines.spark.levels import (
     kernel_for,
     read_level,
     write_bucket,
+    write_level,
 )
 from checker.engines.spark.liveness import check_liveness
-from checker.engines.spark.options import SparkOptions, reduces_by_symmetry
-from checker.engines.spark.run_dir import LevelCounts, Progress, RunDir, level_file
+from checker.engines.spark.options import EXCHANGES, SparkOptions, reduces_by_symmetry
+from checker.engines.spark.run_dir import FILES, SHUFFLE, LevelCounts, Progress, RunDir, level_file
 from checker.engines.spark.session import (
     INTERRUPTED,
     check_master,
@@ -88,6 +93,7 @@ ENGINE_VERSION = "spark-3"
 MIN_PARTITIONS = 8  # default: 2 per core, at least this many
 MAX_PARTITIONS = 1 << 16  # bucket numbers travel as uint16
 STATES_PER_TASK = 1 << 18  # a frontier this size is worth one more task per stage
+VISITED_PER_TASK = 1 << 24  # shuffle exchange: a task's share of the visited set, at most
 
 @dataclass
 class _Found:
@@ -110,6 +116,7 @@ class _Level:
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # level file -> description
     runs: dict[int, int] = field(default_factory=dict)  # bucket -> bytes of its new run
     tasks: int = 0  # per stage
+    data: dict[int, bytes] = field(default_factory=dict)  # bucket -> level file (shuffle)
 
 
 @dataclass
@@ -125,6 +132,9 @@ class _Run:
     init_fps: np.ndarray
     started: float
     canon: Canonicalizer | None = None  # set when the search stores one state per orbit
+    carried: Any = None  # the shuffle exchange's buckets after the last durable level (an RDD)
+    ranges: carried.BucketRanges | None = None  # ... and how they are partitioned
+    next_carried: Any = None  # ... and after the level being built
 
     @property
     def depth(self) -> int:
@@ -171,7 +181,12 @@ def check(machine: Machine, options: SparkOptions | None = None,
     run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
                init_fps, time.perf_counter(), canon)
     try:
-        _prepare(run)
+        try:
+            _prepare(run)
+        except CheckerError:
+            if not options.resume:  # refused before level 0: leave nothing behind
+                run_dir.abandon()
+            raise
         run.started = time.perf_counter()  # the clock starts once Spark is up and warm
         return _search(run)
     except (Py4JError, PySparkException):
@@ -194,12 +209,25 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     Layout(machine)  # every variable fits a 64-bit word
     MachineRef.of(machine)
     check_master(options.master)
+    if options.exchange not in EXCHANGES:
+        raise CheckerError(f"--exchange is one of {', '.join(EXCHANGES)}, got {options.exchange!r}")
+    if options.exchange == SHUFFLE and machine.liveness:
+        raise CheckerError(_NO_LIVENESS)
     if options.resume:
         assert options.run_dir  # refused above when missing
-        spark_run_dir.inspect(options.run_dir, _identity(machine, options), options.partitions)
+        recorded = spark_run_dir.inspect(options.run_dir, _identity(machine, options),
+                                         options.partitions).exchange
+        if recorded not in (None, options.exchange) and options.exchange != "auto":
+            raise CheckerError(f"cannot resume {options.run_dir} with --exchange "
+                               f"{options.exchange}: it was run with --exchange {recorded}")
     elif options.run_dir:
         spark_run_dir.check_new(options.run_dir)
         check_folder_takes_files(spark_run_dir.local_folder(options.run_dir), "--run-dir")
+
+
+_NO_LIVENESS = ("liveness on Spark reads the levels in the executors, so it needs the file "
+                "exchange (a run directory every executor sees); check liveness with "
+                "--engine bfs, or drop --exchange shuffle")
 
 
 def _identity(machine: Machine, options: SparkOptions) -> dict[str, Any]:
@@ -218,6 +246,10 @@ def _search(run: _Run) -> CheckResult:
         found = _initial_level(run)
         if found is not None:
             return _report(run, found)
+    elif run.run_dir.exchange == SHUFFLE:  # resumed: the executors' buckets, rebuilt
+        with Heartbeat(options.progress, f"sending the buckets of levels 0-{run.depth} to "
+                                         "the executors"):
+            _carry(run, carried.resumed(run.run_dir, run.kernel, run.depth))
     while True:
         if options.max_depth is not None and run.depth >= options.max_depth:
             return _finish(run, complete=False)
@@ -228,6 +260,8 @@ def _search(run: _Run) -> CheckResult:
             progress.enabled = (np.array(progress.enabled) + level.expand.enabled).tolist()
             progress.generated += level.expand.generated
             run.run_dir.discard(run.depth + 1)  # empty, or past a violation: never recorded
+            if run.next_carried is not None:
+                run.next_carried.unpersist()
             if found is not None:
                 return _report(run, found)
             result = _finish(run, complete=True)
@@ -238,8 +272,9 @@ def _search(run: _Run) -> CheckResult:
 # --- Spark -------------------------------------------------------------------------------
 
 def _prepare(run: _Run) -> None:
-    """Ship the code to executors, make sure they see the run directory, and have their
-    Python workers (which Spark reuses) build the kernel before the first level."""
+    """Ship the code to executors, choose the exchange (files when every executor task
+    sees the run directory), and have their Python workers (which Spark reuses) build
+    the kernel before the first level."""
     context = run.spark.sparkContext
     context.addPyFile(_code_archive(run.ref))
     root = str(run.run_dir.path)
@@ -253,15 +288,29 @@ def _prepare(run: _Run) -> None:
             raise KeyboardInterrupt from None
         raise CheckerError(f"Spark could not run a task on {run.options.master} "
                            f"({first_line(exc)})") from None
-    if blind:
+    chosen = run.run_dir.exchange or run.options.exchange
+    if chosen == "auto":
+        chosen = SHUFFLE if blind else FILES
+        if blind:
+            _say(run, f"{blind} of {tasks} executor tasks cannot see {root}: successors go "
+                      "through Spark's shuffle and the driver writes the levels there")
+    if chosen == FILES and blind:
         raise CheckerError(f"run directory {root}: {blind} of {tasks} executor tasks cannot "
                            "read it; give a folder that the driver and every executor see at "
-                           "the same path (a shared or network file system)")
+                           "the same path (a shared or network file system), or use "
+                           "--exchange shuffle")
+    if chosen == SHUFFLE and run.machine.liveness:
+        raise CheckerError(_NO_LIVENESS)
+    if run.run_dir.exchange is None:
+        run.run_dir.choose_exchange(chosen)
 
 
 def _cannot_read(ref: MachineRef, root: str, _: int) -> bool:
     kernel_for(ref)
-    return not os.path.isfile(os.path.join(root, spark_run_dir.RUN_FILE))
+    try:
+        return not os.path.isfile(os.path.join(root, spark_run_dir.RUN_FILE))
+    except OSError:  # a folder this executor may not enter
+        return True
 
 
 def _code_archive(ref: MachineRef) -> str:
@@ -333,14 +382,20 @@ def _initial_level(run: _Run) -> _Found | None:
     buckets = visited_runs.bucket_of(run.init_fps, run.run_dir.partitions)
     root = run.run_dir.path
     files, runs = {}, {}
+    shuffle = run.run_dir.exchange == SHUFFLE
     for b in range(run.run_dir.partitions):
         share = states.take(np.flatnonzero(buckets == b), layout.exact)
-        file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact)
+        if shuffle:  # the executors keep the visited set
+            file = write_level(level_file(root, 0, b), share, layout.exact)
+        else:
+            file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact)
         files[level_file(root, 0, b).name] = file
     counts = LevelCounts(n, timings={"seconds": round(_lap(run), 3),
                                      "bytes": sum(f["bytes"] for f in files.values())})
     run.run_dir.record(0, counts, files, runs)
     run.progress.add(counts)
+    if shuffle:
+        _carry(run, carried.first_level(states, run.run_dir.partitions, layout.exact))
     _say(run, f"level   0 | new {n:>12,} | total {n:>13,}")
     return None
 
@@ -366,7 +421,10 @@ _RAISED = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)|[\w.]*K
 
 def _tasks(run: _Run) -> int:
     """Tasks per stage for the next level: one per STATES_PER_TASK frontier states, in
-    whole waves over the cores, at most one per bucket."""
+    whole waves over the cores, at most one per bucket. With the shuffle exchange, the
+    partitions the buckets are carried in (`_shuffle_tasks`)."""
+    if run.ranges is not None:
+        return run.ranges.partitions
     n = run.run_dir.partitions
     wanted = -(-run.progress.sizes[-1] // STATES_PER_TASK)
     if wanted <= 1:
@@ -375,15 +433,46 @@ def _tasks(run: _Run) -> int:
     return min(n, -(-wanted // cores) * cores)
 
 
+def _shuffle_tasks(run: _Run) -> int:
+    """Partitions for the carried buckets: one per STATES_PER_TASK frontier states and
+    per VISITED_PER_TASK visited ones, in whole waves over the cores, at most one per
+    bucket, never fewer than now (each change moves the buckets)."""
+    sizes, n = run.progress.sizes, run.run_dir.partitions
+    wanted = max(1, -(-sizes[-1] // STATES_PER_TASK), -(-sum(sizes) // VISITED_PER_TASK))
+    cores = run.spark.sparkContext.defaultParallelism
+    now = run.ranges.partitions if run.ranges is not None else 0
+    return max(now, min(n, -(-wanted // cores) * cores))
+
+
+def _carry(run: _Run, buckets: list[carried.Bucket]) -> None:
+    """Send the buckets (after level 0, or rebuilt on resume) to the executors."""
+    run.ranges = carried.BucketRanges(run.run_dir.partitions, _shuffle_tasks(run))
+    run.carried = carried.carry(run.spark.sparkContext, buckets, run.ranges)
+
+
+def _grow_partitions(run: _Run) -> None:
+    """More partitions for the carried buckets, when the levels outgrow them."""
+    assert run.ranges is not None
+    tasks = _shuffle_tasks(run)
+    if tasks != run.ranges.partitions:
+        run.ranges = carried.BucketRanges(run.run_dir.partitions, tasks)
+        run.carried = carried.repartition(run.carried, run.ranges)
+
+
 def _expand_level(run: _Run) -> _Level:
     started = time.perf_counter()
     n = run.run_dir.partitions
+    if run.ranges is not None:
+        _grow_partitions(run)
     task = LevelTask(run.ref, str(run.run_dir.path), run.depth, n, _tasks(run),
                      run.options.deadlock, run.options.batch_size, run.options.dedup_budget)
     run.spark.sparkContext.setJobDescription(f"ctmc: level {run.depth + 1}")
     try:
         with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
-            summaries = level_job(run, task).collect()
+            if run.run_dir.exchange == SHUFFLE:
+                summaries, data = _shuffle_level(run, task)
+            else:
+                summaries, data = level_job(run, task).collect(), {}
     except (Py4JError, PySparkException) as exc:
         if INTERRUPTED.is_set():  # Ctrl-C cancelled the job: an interrupt, not a failure
             raise KeyboardInterrupt from None
@@ -393,7 +482,7 @@ def _expand_level(run: _Run) -> _Level:
                            f"--resume {run.run_dir.path}") from None
     A = len(run.machine.actions)
     level = _Level(ExpandSummary(np.zeros(A, dtype=np.int64)),
-                   DedupeSummary(np.zeros(A, dtype=np.int64)), 0.0)
+                   DedupeSummary(np.zeros(A, dtype=np.int64)), 0.0, data=data)
     expand, dedupe = level.expand, level.dedupe
     seen: dict[str, set[int]] = {"expand": set(), "dedupe": set()}
     for step, bucket, s in sorted(summaries, key=lambda item: item[:2]):
@@ -417,7 +506,8 @@ def _expand_level(run: _Run) -> _Level:
             dedupe.write_seconds += s.write_seconds
             dedupe.bad = _smallest(dedupe.bad, s.bad)
             level.files[level_file(run.run_dir.path, run.depth + 1, bucket).name] = s.file
-            level.runs[bucket] = s.run[1]
+            if run.run_dir.exchange == FILES:
+                level.runs[bucket] = s.run[1]
     expected = {"expand": task.tasks, "dedupe": n}
     for step, buckets in seen.items():
         if len(buckets) != expected[step] or \
@@ -427,6 +517,24 @@ def _expand_level(run: _Run) -> _Level:
     level.tasks = task.tasks
     level.seconds = time.perf_counter() - started
     return level
+
+
+def _shuffle_level(run: _Run, task: LevelTask) -> tuple[list[tuple[str, int, Any]],
+                                                         dict[int, bytes]]:
+    """The shuffle exchange's level job (`carried.py`): the summaries, as the file
+    exchange's job returns them, and each bucket's level file as bytes."""
+    assert run.ranges is not None
+    context = run.spark.sparkContext
+    reports = context.accumulator({}, carried.Reports())
+    run.next_carried = carried.next_level(task, run.carried, run.ranges, reports)
+    carried.build(run.next_carried)
+    summaries: list[tuple[str, int, Any]] = []
+    data = {}
+    for bucket, (dedupe, expanded, file) in sorted(reports.value.items()):
+        summaries += [("expand", bucket, s) for s in expanded]
+        summaries.append(("dedupe", bucket, dedupe))
+        data[bucket] = file
+    return summaries, data
 
 
 def _stages(run: _Run, level: int) -> str:
@@ -450,6 +558,10 @@ def _commit_level(run: _Run, level: _Level) -> None:
     the visited runs its new runs replaced."""
     depth = run.depth + 1
     d, e = level.dedupe, level.expand
+    for bucket, data in level.data.items():  # the shuffle exchange: the driver writes
+        path = level_file(run.run_dir.path, depth, bucket)
+        path.parent.mkdir(exist_ok=True)
+        write_bytes(path, data)
     counts = LevelCounts(d.count, e.generated, e.enabled.tolist(), d.new_states.tolist(), {
         "seconds": round(_lap(run), 3), "level_seconds": round(level.seconds, 3),
         "tasks": level.tasks,
@@ -460,8 +572,12 @@ def _commit_level(run: _Run, level: _Level) -> None:
         "exchanged": e.exchanged, "exchange_bytes": e.exchange_bytes,
         "bytes": sum(f["bytes"] for f in level.files.values())})
     run.run_dir.record(depth, counts, level.files, level.runs)
-    run.run_dir.drop_runs(visited_runs.superseded(depth + 1))
-    run.run_dir.drop_exchange(depth)
+    if run.run_dir.exchange == SHUFFLE:
+        run.carried.unpersist()
+        run.carried, run.next_carried = run.next_carried, None
+    else:
+        run.run_dir.drop_runs(visited_runs.superseded(depth + 1))
+        run.run_dir.drop_exchange(depth)
     progress = run.progress
     progress.add(counts)
     total = sum(progress.sizes)
@@ -521,6 +637,7 @@ def _stats(run: _Run) -> dict[str, Any]:
         "parquet_bytes_per_state": round(parquet / distinct, 2) if distinct else 0.0,
         "partitions": run.run_dir.partitions,
         "run_dir": str(run.run_dir.path),
+        "exchange": run.run_dir.exchange,
     })
     if run.canon is not None:
         stats["symmetry"] = (f"{run.canon.group.size:,} permutations of "
