@@ -13,6 +13,8 @@ report the same states, transitions, diameter and counterexample length.
     python bench/spark_vs_local.py --table         # bench models + largest log-driven model
     python bench/spark_vs_local.py --suite         # every model in models/, both engines
     python bench/spark_vs_local.py --big           # a model one 2 GB process cannot hold
+    python bench/spark_vs_local.py --model bench/models/tracker_bench_medium.toml \
+        --exchange shuffle                         # Spark's shuffle, as with no shared folder
 
 `--big` runs a tracker model of more than 200 million states: Spark on local[2]
 with a 2 GB driver and 1 GB per Python worker, and the local engine capped at 2 GB
@@ -72,7 +74,7 @@ def run_local(model_file: str, overrides: dict[str, str], memory_cap: int = 0) -
 
 def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
               partitions: int | None, driver_memory: str, work: str,
-              python_memory: str = "") -> list[dict]:
+              python_memory: str = "", exchange: str = "auto") -> list[dict]:
     """The Spark engine's figures for each model, in one session (in a child process).
     `python_memory`: the cap of each Python worker (spark.executor.pyspark.memory)."""
     from checker.engines.spark.session import spark_session
@@ -92,6 +94,7 @@ def run_spark(model_files: list[str], overrides: dict[str, str], master: str,
         result = run(build_machine(model, overrides),  # on the session started above
                      SparkOptions(master=master, partitions=partitions, run_dir=str(run_dir),
                                   deadlock=model.engine["deadlock"], label=model.name,
+                                  exchange=exchange,
                                   progress=lambda line: print(line, file=sys.stderr,
                                                               flush=True)))
         figures = _figures(result)
@@ -194,8 +197,9 @@ def measure(model_file: str, overrides: dict[str, str], args: argparse.Namespace
     """Both engines on one model, one after the other: the local figures, Spark's."""
     local = _child("--child-local", model_file, json.dumps(overrides))
     with tempfile.TemporaryDirectory(prefix="ctmc-bench-") as work:
-        spark = _child("--child-spark", json.dumps([model_file]), json.dumps(overrides),
-                       args.master, str(args.partitions or 0), args.driver_memory, work)[0]
+        spark = _child("--child-exchange", args.exchange, "--child-spark",
+                       json.dumps([model_file]), json.dumps(overrides), args.master,
+                       str(args.partitions or 0), args.driver_memory, work)[0]
     return local, spark
 
 
@@ -245,7 +249,7 @@ def compare(model_file: str, overrides: dict[str, str], args: argparse.Namespace
     per_core = spark["states_per_second"] / cores
     print(f"{'spark':<7} {cores:>5} {spark['seconds']:>8.1f} {spark['states_per_second']:>10,} "
           f"{per_core:>10,.0f} {spark['tree_peak_rss_mb']:>11,.0f}  "
-          f"JVM and Python workers included (largest worker "
+          f"{spark['exchange']} exchange; JVM and Python workers included (largest worker "
           f"{spark['python_worker_peak_rss_mb']:,} MB); "
           f"{spark['parquet_bytes_per_state']} B/state of Parquet, {spark['partitions']} "
           f"partitions, {args.master}, driver memory {args.driver_memory}, "
@@ -323,6 +327,8 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--partitions", type=int)
     parser.add_argument("--driver-memory", default="2g")
+    parser.add_argument("--exchange", choices=("auto", "files", "shuffle"), default="auto",
+                        help="how executors pass successors (files: through the run directory)")
     parser.add_argument("--suite", action="store_true", help="every model in models/")
     parser.add_argument("--big", action="store_true",
                         help="a model of 200M+ states: Spark, and the local engine in 2 GB")
@@ -331,6 +337,7 @@ def main() -> None:
     parser.add_argument("--work", help="where --big puts its run directory (default: /tmp)")
     parser.add_argument("--child-local", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--child-spark", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--child-exchange", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     if args.child_local:
@@ -340,7 +347,8 @@ def main() -> None:
         files, overrides, master, partitions, memory, work, *python_memory = args.child_spark
         print(json.dumps(run_spark(json.loads(files), json.loads(overrides), master,
                                    int(partitions) or None, memory, work,
-                                   python_memory[0] if python_memory else "")))
+                                   python_memory[0] if python_memory else "",
+                                   args.child_exchange)))
     elif args.suite:
         suite(args)
     elif args.big:
