@@ -4,12 +4,14 @@
 one scheduler on one machine; only a standalone master with workers of their own
 shows what users of `--master spark://HOST:PORT` meet: the code and the spec shipped
 to executor processes started by workers, a worker dying mid level (Spark reschedules
-on the other), the driver dying (the run resumes from its directory) and a URL that
-is no master (refused at once). Each test runs `cli.py` as a user would, in a
+on the other), the driver dying (the run resumes from its directory), each with a
+run directory the workers share and with one they cannot see (the shuffle exchange),
+a URL that is no master (refused at once) and a master with no worker (refused once
+the wait for executors is over). Each test runs `cli.py` as a user would, in a
 subprocess, and compares its JSON with the local engine's. One master and two
 one-core workers (tests/spark_cluster.py) serve the whole module; tests that kill a
 worker leave the next test a revived one. Skipped when Java is missing, and left out
-of the suite for its time (two minutes): `.ci/run` runs it after the suite, with
+of the suite for its time (three minutes): `.ci/run` runs it after the suite, with
 CTMC_CLUSTER=1, which runs it anywhere.
 """
 
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 
 from checker.engines.spark.levels import FAULT_ENV
+from checker.engines.spark.session import EXECUTOR_WAIT_ENV
 from tests.spark_cluster import SparkCluster, hiding_missing, java_missing, spark_cluster
 
 REPO = Path(__file__).resolve().parent.parent
@@ -128,9 +131,10 @@ def spark_args(model: str, master: str, run_dir: Path, trace: Path,
             *where, "--json", "--trace-out", str(trace)]
 
 
-def run(args: list[str], timeout: float = RUN_SECONDS) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=REPO, env=environment(), capture_output=True, text=True,
-                          timeout=timeout)
+def run(args: list[str], timeout: float = RUN_SECONDS, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=REPO, env={**environment(), **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)
 
 
 class Running:
@@ -324,4 +328,20 @@ def test_a_url_that_is_no_master_is_refused_in_one_line(cluster: SparkCluster,
     assert len(lines) == 1 and url in lines[0], done.stderr[-3000:]
     assert done.stdout == ""
     assert seconds < 10
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_master_that_gives_no_executor_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A master with no worker accepts the application and would leave its first job
+    waiting for ever: the run is refused once the wait is over, and leaves nothing."""
+    with spark_cluster(tmp_path / "empty", workers=0) as empty:
+        done = run(spark_args(HOLDS, empty.master_url, tmp_path / "run",
+                              tmp_path / "spark.itf.json"),
+                   env={EXECUTOR_WAIT_ENV: "5"}, timeout=120)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"{empty.master_url} gave this run no executor in 5 s" in last, done.stderr[-3000:]
+    assert "waiting for executors" in done.stderr
+    assert done.stdout == ""
     assert not (tmp_path / "run").exists()

@@ -77,6 +77,7 @@ from checker.engines.spark.run_dir import FILES, SHUFFLE, LevelCounts, Progress,
 from checker.engines.spark.session import (
     INTERRUPTED,
     check_master,
+    first_job,
     first_line,
     spark_session,
 )
@@ -279,15 +280,16 @@ def _prepare(run: _Run) -> None:
     context.addPyFile(_code_archive(run.ref))
     root = str(run.run_dir.path)
     tasks = max(2, context.defaultParallelism)
-    context.setJobDescription("ctmc: can the executors read the run directory?")
     try:
-        blind = context.parallelize(range(tasks), tasks) \
-            .filter(partial(_cannot_read, run.ref, root)).count()
+        blind = first_job(context, lambda: context.parallelize(range(tasks), tasks)
+                          .filter(partial(_cannot_read, run.ref, root)).count(),
+                          "ctmc: can the executors read the run directory?",
+                          run.options.progress)
     except (Py4JError, PySparkException) as exc:
         if INTERRUPTED.is_set():
             raise KeyboardInterrupt from None
         raise CheckerError(f"Spark could not run a task on {run.options.master} "
-                           f"({first_line(exc)})") from None
+                           f"({_cause(exc)})") from None
     chosen = run.run_dir.exchange or run.options.exchange
     if chosen == "auto":
         chosen = SHUFFLE if blind else FILES

@@ -17,17 +17,23 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 from pyspark.sql import SparkSession
 
 from checker.engines.spark.options import DEFAULT_MASTER
 from checker.errors import CheckerError
+from checker.progress import Heartbeat, Progress
 
 PROBE_SECONDS = 3.0  # per step of the master probe: connecting, then the answer
+EXECUTOR_WAIT_ENV = "CTMC_SPARK_EXECUTOR_WAIT"  # seconds a cluster has to give executors
+EXECUTOR_WAIT_SECONDS = 120.0
+T = TypeVar("T")
 _LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]")
 
 
@@ -223,3 +229,51 @@ def _probe(host: str, port: int) -> str | None:
             struct.unpack(">q", answer[9:17])[0] == _PROBE_ID:
         return None
     return "it does not answer Spark's RPC protocol" if answer else "it closed the connection"
+
+
+def executors(context: Any) -> int:
+    """Executors this application has now (on a local master, the driver's own)."""
+    registered = context._jsc.sc().getExecutorMemoryStatus().size()  # the driver's included
+    return registered if _LOCAL_MASTER.fullmatch(context.master) else registered - 1
+
+
+def first_job(context: Any, job: Callable[[], T], description: str,
+              progress: Progress | None) -> T:
+    """Run a run's first job, refusing a cluster that gives it no executor.
+
+    A master that accepts the application but has no worker with the cores and memory
+    an executor asks for (or no worker at all) leaves the job waiting for ever, its
+    only word a warning in Spark's log. The job runs on a thread here; if it has no
+    executor after $CTMC_SPARK_EXECUTOR_WAIT seconds (120 by default) it is cancelled
+    and the run refused in one line. With executors, it may take as long as it takes."""
+    if _LOCAL_MASTER.fullmatch(context.master):
+        context.setJobDescription(description)
+        return job()
+    wait = float(os.environ.get(EXECUTOR_WAIT_ENV, EXECUTOR_WAIT_SECONDS))
+    group = f"ctmc-first-job-{os.getpid()}"
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:  # job groups belong to the thread that submits the job
+        context.setJobGroup(group, description)
+        try:
+            outcome["value"] = job()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True, name="ctmc-first-job")
+    deadline = time.monotonic() + wait
+    with Heartbeat(progress, lambda: f"waiting for executors from {context.master}"
+                   if not executors(context) else description):
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.5)
+            if thread.is_alive() and time.monotonic() > deadline and not executors(context):
+                context.cancelJobGroup(group)
+                thread.join(10)
+                raise CheckerError(
+                    f"{context.master} gave this run no executor in {wait:g} s: no worker "
+                    "is alive, or none has the cores and memory an executor asks for "
+                    f"(set {EXECUTOR_WAIT_ENV} to wait longer)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
