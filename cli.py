@@ -226,6 +226,16 @@ def _usable_cores() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def _resume_folder(ctx: click.Context, param: click.Parameter, value: str | None
+                   ) -> str | None:
+    """A folder that exists, or a URL of a Spark run directory (checked by the engine)."""
+    from checker.engines.spark.options import is_remote
+
+    if value is None or is_remote(value):
+        return value
+    return str(click.Path(exists=True, file_okay=False).convert(value, param, ctx))
+
+
 def _finite(param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds", param=param)
@@ -254,8 +264,9 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
                    "on --resume, the run's]")
 @click.option("--run-dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
-@click.option("--resume", type=click.Path(exists=True, file_okay=False), metavar="DIR",
-              help="Resume from the checkpoint (bfs) or run directory (spark) in DIR.")
+@click.option("--resume", metavar="DIR", callback=_resume_folder,
+              help="Resume from the checkpoint (bfs) or run directory (spark) in DIR (for "
+                   "spark, also an hdfs:// or s3a:// URL).")
 @click.option("--exchange", type=click.Choice(("auto", "files", "shuffle")),
               help="How Spark executors pass successors: files in the run directory (every "
                    "executor must see it), or Spark's shuffle (nothing shared: the driver "
@@ -283,6 +294,12 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
     if engine_name == "spark" and workers is not None:
         raise click.UsageError("--workers applies to --engine bfs (a Spark run uses the "
                                "executors --master gives it)")
+    if engine_name == "bfs" and resume:
+        from checker.engines.spark.options import is_remote
+
+        if is_remote(resume):
+            raise click.UsageError("--resume with a URL applies to --engine spark (a bfs "
+                                   "checkpoint is a local folder)")
     if engine_name == "spark" and checkpoint:
         raise click.UsageError("--checkpoint applies to --engine bfs (a Spark run keeps every "
                                "level in its --run-dir)")

@@ -353,6 +353,53 @@ def test_a_shuffle_run_interrupted_or_killed_resumes_to_the_same_result(spark, f
         run_spark(machine, run_dir, spark, resume=True, exchange="files")
 
 
+@pytest.fixture
+def hadoop_file_urls(monkeypatch):
+    """file:/// URLs taken as a remote run directory, reached through Hadoop's local
+    filesystem in Spark's JVM: the code path of hdfs:// and s3a://, on this machine."""
+    import checker.engines.spark.options as options
+
+    monkeypatch.setattr(options, "LOCAL_SCHEMES", ())
+
+
+def test_a_run_directory_on_a_hadoop_filesystem_runs_and_resumes(spark, tmp_path,
+                                                                 hadoop_file_urls):
+    """The driver publishes each level's files, then its record, to the URL; resume
+    downloads it, verifies it, and removes there what a killed run left unrecorded."""
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    at = tmp_path / "remote" / "run"
+    url = f"file://{at}"
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, url, spark, progress=_StopAfter(2))
+    assert recorded_sizes(at) == [1, 2, 3]
+    assert json.loads((at / "run.json").read_text())["exchange"] == "shuffle"
+    unrecorded = at / "level=3" / "part-00000.parquet"  # killed between files and record
+    unrecorded.parent.mkdir()
+    unrecorded.write_bytes((at / "level=2" / "part-00000.parquet").read_bytes())
+    with pytest.raises(CheckerError, match=f"run directory {url} is not empty"):
+        run_spark(machine, url, spark)
+    result = run_spark(machine, url, spark, resume=True)
+    assert_same(local, result)
+    assert result.stats["run_dir"] == url and result.stats["exchange"] == "shuffle"
+    levels = result.stats["diameter"] + 1
+    assert len(recorded_sizes(at)) == levels
+    assert sum(recorded_sizes(at)) == local.stats["distinct_states"]
+    published = {p.relative_to(at).as_posix() for p in at.rglob("*")
+                 if p.is_file() and not p.name.startswith(".")}  # Hadoop's .crc files
+    assert published == {"run.json"} | {f"level={k}/{name}" for k in range(levels)
+                                        for name in ("_ctmc_level.json", "part-00000.parquet",
+                                                     "part-00001.parquet")}
+
+
+def test_a_run_directory_url_spark_cannot_open_is_one_line(spark, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckerError, match=r"run directory s3a://bucket/run: Spark cannot "
+                                           r"open its filesystem \(.*S3AFileSystem"):
+        run_spark(GRID.instantiate({"n": 2, "bx": 9, "by": 9}), "s3a://bucket/run", spark)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_shuffle_exchange_refuses_liveness(tmp_path):
     line = one_error_line(ctmc("check", "v1_tiny_close_liveness", "--engine", "spark",
                                "--master", LOCAL, "--exchange", "shuffle",
@@ -438,20 +485,29 @@ def test_bad_spark_options_give_one_line(args, message, tmp_path):
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.parametrize("url", ["hdfs://nowhere:9000/run", "s3a://bucket/run",
-                                 "file://host/tmp/run"])
+@pytest.mark.parametrize("url", ["file://host/tmp/run", "hdfs:/nowhere/run"])
 def test_a_run_directory_url_is_refused_before_anything_is_written(url, tmp_path,
                                                                   monkeypatch):
-    """Taken as a path, hdfs://h/x became a local folder 'hdfs:' with Parquet in it and
-    ended in a confusing error; it is refused up front, and nothing is created (a URL
-    given to --resume is refused the same way by the run directory's reader)."""
+    """Taken as a path, hdfs:/h/x would become a local folder 'hdfs:' with Parquet in
+    it; a URL that is neither the driver's path nor one for Spark is refused up front,
+    and nothing is created (a URL given to --resume is refused the same way by the run
+    directory's reader)."""
     monkeypatch.chdir(tmp_path)
     line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark",
                                "--master", LOCAL, "--run-dir", url))
-    assert f"run directory {url}: only file:/// URLs are supported" in line
+    assert f"run directory {url}: neither a path nor a URL" in line
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(CheckerError, match="only file:/// URLs are supported"):
+    with pytest.raises(CheckerError, match="neither a path nor a URL"):
         spark_run_dir.inspect(url, {}, None)
+
+
+def test_a_run_directory_url_needs_the_shuffle_exchange(tmp_path):
+    line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark", "--master",
+                               LOCAL, "--exchange", "files", "--run-dir",
+                               "hdfs://head:8020/runs/x"))
+    assert "the executors cannot read a URL as a path" in line
+    line = one_error_line(ctmc("check", "tracker_small", "--resume", "hdfs://head:8020/runs/x"))
+    assert "--resume with a URL applies to --engine spark" in line
 
 
 def test_a_file_url_is_the_drivers_path(tmp_path):

@@ -3,13 +3,24 @@ Spark import."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from checker.lang.machine import Machine
 
 DEFAULT_MASTER = "local[*]"
-EXCHANGES = ("auto", "files", "shuffle")  # auto: files if every executor sees the run directory
+EXCHANGES = ("auto", "files", "shuffle")
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+LOCAL_SCHEMES = ("file",)  # a file:/// URL is the driver's own path
+
+
+def is_remote(location: str) -> bool:
+    """Whether a run directory is a URL of a filesystem other than the driver's
+    (hdfs://, s3a://, ...), which the driver reaches through Spark (`remote.py`)."""
+    match = _URL.match(location)
+    return match is not None and match.group(1).lower() not in LOCAL_SCHEMES
+  # auto: files if every executor sees the run directory
 
 
 @dataclass

@@ -36,7 +36,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow.parquet as pq
 
@@ -101,6 +101,16 @@ def level_file(root: Path, level: int, bucket: int) -> Path:
 FILES, SHUFFLE = "files", "shuffle"  # how a run's executors exchange successors
 
 
+class Publisher(Protocol):
+    """Where a run directory's durable files are copied to (`remote.Remote`)."""
+
+    url: str
+
+    def publish(self, local: Path, rel: str) -> None: ...
+
+    def abandon(self) -> None: ...
+
+
 @dataclass
 class RunDir:
     path: Path
@@ -108,10 +118,23 @@ class RunDir:
     partitions: int
     exchange: str | None = None  # FILES or SHUFFLE; None until the first run chooses
     made: list[Path] = field(default_factory=list)  # folders this run's `create` made
+    remote: Publisher | None = None  # where durable files are published, if anywhere
+
+    @property
+    def location(self) -> str:
+        """The run directory as the user named it: its URL, or its path."""
+        return self.remote.url if self.remote is not None else str(self.path)
 
     def abandon(self) -> None:
         """Undo `create`, for a run refused before level 0: nothing of it is left."""
         _unmake(self.path, self.made)
+        if self.remote is not None:
+            self.remote.abandon()
+
+    def _publish(self, *files: Path) -> None:
+        if self.remote is not None:
+            for file in files:
+                self.remote.publish(file, file.relative_to(self.path).as_posix())
 
     def choose_exchange(self, exchange: str) -> None:
         """Record the exchange in run.json: a resumed run keeps it."""
@@ -119,6 +142,7 @@ class RunDir:
         write_json(self.path / RUN_FILE, {"identity": self.identity,
                                           "partitions": self.partitions,
                                           "exchange": exchange})
+        self._publish(self.path / RUN_FILE)
 
     def level_path(self, level: int) -> Path:
         return level_folder(self.path, level)
@@ -143,6 +167,7 @@ class RunDir:
         write_json(folder / RECORD, seal({"level": level, "files": files,
                                           "runs": {str(b): size for b, size in runs.items()},
                                           "counts": counts.__dict__}))
+        self._publish(*(folder / name for name in sorted(files)), folder / RECORD)
 
     def discard(self, level: int) -> None:
         """Delete what the tasks of an unrecorded `level` wrote: its files, its runs."""
@@ -174,16 +199,16 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/")
 
 
 def local_folder(path: str | os.PathLike) -> Path:
-    """The run directory as a path on the driver: a path, or a file:/// URL. Any other
-    URL (hdfs://, s3a://) is refused: taken as a path it would become a local folder
-    named after its scheme."""
+    """The run directory as a path on the driver: a path, or a file:/// URL. Other URLs
+    (hdfs://, s3a://) are published to by `remote.py` and never come here; anything
+    else that looks like one is refused, since taken as a path it would become a local
+    folder named after its scheme."""
     text = str(path)
     if text.startswith("file:///"):
         return Path(text[len("file://"):])
     if _URL.match(text):
-        raise CheckerError(f"run directory {path}: only file:/// URLs are supported; give a "
-                           "path on the driver (executors that do not see it exchange "
-                           "successors through Spark's shuffle)")
+        raise CheckerError(f"run directory {path}: neither a path nor a URL of the form "
+                           "file:///PATH or SCHEME://HOST/PATH (hdfs://, s3a://)")
     return Path(path)
 
 

@@ -32,6 +32,7 @@ the shallowest, then the smallest such key (`docs/decisions/0002`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import os
@@ -72,7 +73,8 @@ from checker.engines.spark.levels import (
     write_level,
 )
 from checker.engines.spark.liveness import check_liveness
-from checker.engines.spark.options import EXCHANGES, SparkOptions, reduces_by_symmetry
+from checker.engines.spark.options import EXCHANGES, SparkOptions, is_remote, reduces_by_symmetry
+from checker.engines.spark.remote import Remote
 from checker.engines.spark.run_dir import FILES, SHUFFLE, LevelCounts, Progress, RunDir, level_file
 from checker.engines.spark.session import (
     INTERRUPTED,
@@ -158,7 +160,8 @@ def check(machine: Machine, options: SparkOptions | None = None,
     identity = _identity(machine, options)
     A = len(machine.actions)
     path = options.run_dir or spark_run_dir.default_path(options.label or machine.spec_name)
-    if options.resume:  # verified before Spark starts: a damaged level costs no startup
+    url = str(path) if is_remote(str(path)) else None  # reached through Spark's JVM
+    if options.resume and url is None:  # verified before Spark starts: a damaged level
         run_dir, progress = spark_run_dir.resume(path, identity, options.partitions, A)
     if spark is None:
         if options.progress is not None:  # the JVM takes seconds: say so from the first
@@ -169,31 +172,60 @@ def check(machine: Machine, options: SparkOptions | None = None,
         if options.progress is not None:
             options.progress(f"Spark is up: {spark.sparkContext.defaultParallelism} cores "
                              f"on {options.master}")
-    if not options.resume:
-        partitions = options.partitions or max(MIN_PARTITIONS,
-                                               2 * spark.sparkContext.defaultParallelism)
-        run_dir = spark_run_dir.create(path, identity, partitions)
-        progress = Progress(enabled=[0] * A, new_states=[0] * A)
-    kernel = Kernel(machine)
-    canon = None
-    if ref.symmetry:
-        canon = reduce_by_orbits(kernel)
-    init_states, init_fps = _initial_states(machine, kernel, canon)
-    run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
-               init_fps, time.perf_counter(), canon)
-    try:
+    partitions = options.partitions or max(MIN_PARTITIONS,
+                                           2 * spark.sparkContext.defaultParallelism)
+    with contextlib.ExitStack() as stack:
+        if url is not None:
+            local = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ctmc-run-")))
+            run_dir, progress = _remote_run(spark, url, local / "run", options, identity,
+                                            partitions, A)
+        elif not options.resume:
+            run_dir = spark_run_dir.create(path, identity, partitions)
+            progress = Progress(enabled=[0] * A, new_states=[0] * A)
+        kernel = Kernel(machine)
+        canon = None
+        if ref.symmetry:
+            canon = reduce_by_orbits(kernel)
+        init_states, init_fps = _initial_states(machine, kernel, canon)
+        run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
+                   init_fps, time.perf_counter(), canon)
         try:
-            _prepare(run)
-        except CheckerError:
-            if not options.resume:  # refused before level 0: leave nothing behind
-                run_dir.abandon()
+            try:
+                _prepare(run)
+            except CheckerError:
+                if not options.resume:  # refused before level 0: leave nothing behind
+                    run_dir.abandon()
+                raise
+            run.started = time.perf_counter()  # the clock starts once Spark is up and warm
+            return _search(run)
+        except (Py4JError, PySparkException):
+            if INTERRUPTED.is_set():  # a py4j call Ctrl-C broke, wherever the driver was
+                raise KeyboardInterrupt from None
             raise
-        run.started = time.perf_counter()  # the clock starts once Spark is up and warm
-        return _search(run)
-    except (Py4JError, PySparkException):
-        if INTERRUPTED.is_set():  # a py4j call Ctrl-C broke, wherever the driver was
-            raise KeyboardInterrupt from None
-        raise
+
+
+def _remote_run(spark: SparkSession, url: str, local: Path, options: SparkOptions,
+                identity: dict[str, Any], partitions: int, n_actions: int
+                ) -> tuple[RunDir, Progress]:
+    """A run directory at `url` (`remote.py`), worked on in the local folder `local`:
+    a new one, or the run there downloaded and resumed."""
+    remote = Remote(spark, url)
+    try:
+        if options.resume:
+            with Heartbeat(options.progress, f"reading the run directory {url}"):
+                remote.download(local)
+                run_dir, progress = spark_run_dir.resume(local, identity, options.partitions,
+                                                         n_actions)
+                remote.prune(local)
+        else:
+            remote.start()
+            run_dir = spark_run_dir.create(local, identity, partitions)
+            progress = Progress(enabled=[0] * n_actions, new_states=[0] * n_actions)
+    except CheckerError as exc:  # name the run directory as the user did
+        raise CheckerError(str(exc).replace(str(local.resolve()), url)
+                           .replace(str(local), url)) from None
+    run_dir.remote = remote
+    return run_dir, progress
 
 
 def preflight(machine: Machine, options: SparkOptions) -> None:
@@ -212,8 +244,14 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     check_master(options.master)
     if options.exchange not in EXCHANGES:
         raise CheckerError(f"--exchange is one of {', '.join(EXCHANGES)}, got {options.exchange!r}")
-    if options.exchange == SHUFFLE and machine.liveness:
+    url = options.run_dir if options.run_dir and is_remote(options.run_dir) else None
+    if url is not None and options.exchange == FILES:
+        raise CheckerError(f"run directory {url}: the executors cannot read a URL as a path; "
+                           "a run there uses --exchange shuffle")
+    if (options.exchange == SHUFFLE or url is not None) and machine.liveness:
         raise CheckerError(_NO_LIVENESS)
+    if url is not None:  # its filesystem is reached once Spark is up
+        return
     if options.resume:
         assert options.run_dir  # refused above when missing
         recorded = spark_run_dir.inspect(options.run_dir, _identity(machine, options),
@@ -291,6 +329,8 @@ def _prepare(run: _Run) -> None:
         raise CheckerError(f"Spark could not run a task on {run.options.master} "
                            f"({_cause(exc)})") from None
     chosen = run.run_dir.exchange or run.options.exchange
+    if run.run_dir.remote is not None:  # the executors never see a URL
+        chosen = SHUFFLE
     if chosen == "auto":
         chosen = SHUFFLE if blind else FILES
         if blind:
@@ -464,13 +504,14 @@ def _grow_partitions(run: _Run) -> None:
 def _expand_level(run: _Run) -> _Level:
     started = time.perf_counter()
     n = run.run_dir.partitions
-    if run.ranges is not None:
-        _grow_partitions(run)
-    task = LevelTask(run.ref, str(run.run_dir.path), run.depth, n, _tasks(run),
-                     run.options.deadlock, run.options.batch_size, run.options.dedup_budget)
     run.spark.sparkContext.setJobDescription(f"ctmc: level {run.depth + 1}")
     try:
         with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
+            if run.ranges is not None:
+                _grow_partitions(run)
+            task = LevelTask(run.ref, str(run.run_dir.path), run.depth, n, _tasks(run),
+                             run.options.deadlock, run.options.batch_size,
+                             run.options.dedup_budget)
             if run.run_dir.exchange == SHUFFLE:
                 summaries, data = _shuffle_level(run, task)
             else:
@@ -480,8 +521,8 @@ def _expand_level(run: _Run) -> _Level:
             raise KeyboardInterrupt from None
         raise CheckerError(f"the Spark job building level {run.depth + 1} failed "
                            f"({_cause(exc)}); "
-                           f"levels 0-{run.depth} are kept in {run.run_dir.path}: resume with "
-                           f"--resume {run.run_dir.path}") from None
+                           f"levels 0-{run.depth} are kept in {run.run_dir.location}: resume "
+                           f"with --resume {run.run_dir.location}") from None
     A = len(run.machine.actions)
     level = _Level(ExpandSummary(np.zeros(A, dtype=np.int64)),
                    DedupeSummary(np.zeros(A, dtype=np.int64)), 0.0, data=data)
@@ -638,7 +679,7 @@ def _stats(run: _Run) -> dict[str, Any]:
         "parquet_bytes": parquet,
         "parquet_bytes_per_state": round(parquet / distinct, 2) if distinct else 0.0,
         "partitions": run.run_dir.partitions,
-        "run_dir": str(run.run_dir.path),
+        "run_dir": run.run_dir.location,
         "exchange": run.run_dir.exchange,
     })
     if run.canon is not None:
