@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import venv
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -344,4 +345,20 @@ def test_a_master_that_gives_no_executor_is_refused_in_one_line(tmp_path: Path) 
     assert f"{empty.master_url} gave this run no executor in 5 s" in last, done.stderr[-3000:]
     assert "waiting for executors" in done.stderr
     assert done.stdout == ""
+    assert not (tmp_path / "run").exists()
+
+
+def test_executors_without_the_projects_python_packages_are_refused_in_one_line(
+        master: str, tmp_path: Path) -> None:
+    """Executors whose Python lacks numpy (a fresh venv): the first job fails, and the
+    run is refused with the Python error, before level 0, leaving nothing."""
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    done = run(spark_args(HOLDS, master, tmp_path / "run", tmp_path / "spark.itf.json"),
+               env={"PYSPARK_PYTHON": str(bare / "bin" / "python")})
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.endswith(f"Spark could not run a task on {master} (ModuleNotFoundError: "
+                         "No module named 'numpy')"), done.stderr[-3000:]
     assert not (tmp_path / "run").exists()
