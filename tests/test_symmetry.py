@@ -24,7 +24,7 @@ from checker.backends.scalar import ScalarMachine  # noqa: E402
 from checker.engines.explicit.bfs import BfsOptions, check  # noqa: E402
 from checker.engines.explicit.successors import Kernel  # noqa: E402
 from checker.errors import SpecError  # noqa: E402
-from checker.lang import Array, Int, Spec  # noqa: E402
+from checker.lang import Array, Int, Spec, require  # noqa: E402
 from checker.lang.machine import Machine  # noqa: E402
 from checker.models import build_machine, list_models, load_model  # noqa: E402
 from checker.packing import Layout  # noqa: E402
@@ -308,3 +308,42 @@ def test_past_six_members_an_unsortable_scalarset_is_checked_but_refused_for_sea
     with pytest.raises(SpecError, match="Client \\(7 members\\), Server \\(2 members\\) "
                                         "make 10,080 permutations to try per state"):
         check(machine, BfsOptions(deadlock=False, symmetry=True))
+
+
+def _members(lockstep: bool) -> Spec:
+    """Three interchangeable counters up to 2: bumped one at a time (27 states, 10
+    orbits: the multisets of three values), or all together (3 states, each its own
+    representative: symmetry can reduce nothing)."""
+    spec = Spec("lockstep" if lockstep else "members", "interchangeable counters")
+
+    @spec.build
+    def _build(m, p):
+        m.var("x", Array(Int(0, 2), 3), init=0)
+        m.scalarset("Member", 3, index={"x": 0})
+        if lockstep:
+            @m.action
+            def bump_all(st):
+                require(st.x[0] < 2)
+                for i in range(3):
+                    st.x[i] = st.x[i] + 1
+        else:
+            @m.action(i=range(3))
+            def bump(st, i):
+                require(st.x[i] < 2)
+                st.x[i] = st.x[i] + 1
+
+    return spec
+
+
+@pytest.mark.parametrize("lockstep, states, orbits", [(False, 27, 10), (True, 3, 3)])
+def test_a_search_says_when_symmetry_reduced_nothing(lockstep, states, orbits):
+    """The successors the canonical form moved are counted: none exactly when every
+    state is its own representative, and then the search says the reduction saved
+    nothing."""
+    machine = _members(lockstep).instantiate({})
+    full = check(machine, BfsOptions(deadlock=False))
+    reduced = check(machine, BfsOptions(deadlock=False, symmetry=True))
+    assert (full.stats["distinct_states"], reduced.stats["distinct_states"]) == (states, orbits)
+    assert "symmetry_moved" not in full.stats
+    assert (reduced.stats["symmetry_moved"] == 0) == lockstep
+    assert ("symmetry_note" in reduced.stats) == lockstep

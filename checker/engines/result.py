@@ -45,6 +45,18 @@ class CheckResult:
         return f"violates {self.violation.name}"
 
 
+def symmetry_moved(moved: int, generated: int) -> dict[str, Any]:
+    """What the symmetry reduction did: the successors its canonical form mapped to
+    another state of their orbit. None at all means the reduced search explored the
+    full search's very states (every state it met was its own representative), so the
+    reduction only cost the canonical form's time: a search says so."""
+    figures: dict[str, Any] = {"symmetry_moved": moved}
+    if generated and not moved:
+        figures["symmetry_note"] = ("no state had another representative: the reduction "
+                                    "saved nothing here; --no-symmetry is faster")
+    return figures
+
+
 def search_stats(distinct: int, generated: int, diameter: int, seconds: float,
                  layout: Any, action_instances: int) -> dict[str, Any]:
     """The figures every explicit-state search reports, whatever engine ran it."""

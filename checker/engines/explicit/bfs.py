@@ -47,7 +47,14 @@ from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, UNKNOWN, CheckResult, coverage_rows, search_stats
+from checker.engines.result import (
+    HOLDS,
+    UNKNOWN,
+    CheckResult,
+    coverage_rows,
+    search_stats,
+    symmetry_moved,
+)
 from checker.engines.scope import refuse_unchecked
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
@@ -144,6 +151,7 @@ class _Search:
     last_save: float = 0.0
     complete: bool = False  # the frontier was expanded and gave nothing new
     canon: Canonicalizer | None = None  # set when the search stores one state per orbit
+    moved: int | None = 0  # successors mapped to another representative (None: not known)
     resumed: str = ""  # what a resumed search found to go on from
 
     @property
@@ -339,6 +347,7 @@ def _take_checkpoint(search: _Search) -> None:
     search.init_states = saved.init_states
     search.generated, search.enabled, search.new_states = (saved.generated, saved.enabled,
                                                            saved.new_states)
+    search.moved = saved.moved
     search.seconds_before = saved.seconds
     search.complete = saved.complete
 
@@ -359,6 +368,7 @@ def _save(search: _Search, started: float, background: bool = False) -> None:
              for d in range(first, search.depth + 1)]
     args = (first, search.unsaved, steps, None if layout.exact else list(search.frontier),
             {"init_states": search.init_states, "generated": search.generated,
+             **({} if search.moved is None else {"moved": search.moved}),
              "enabled": search.enabled.tolist(), "new_states": search.new_states.tolist(),
              "seconds": time.perf_counter() - started + search.seconds_before,
              "complete": search.complete})
@@ -520,6 +530,8 @@ def _settle(search: _Search, level: Level, started: float) -> _Found | None:
         assert search.enabled is not None  # narrowing does not reach into a closure
         search.enabled += level.enabled
         search.generated += level.generated
+        if search.moved is not None:
+            search.moved += level.moved
 
     if level.guard_error is not None:
         count_level()
@@ -630,6 +642,8 @@ def _stats(search: _Search, started: float) -> dict:
         stats["symmetry"] = (f"{search.canon.group.size:,} permutations of "
                              f"{', '.join(s.name for s in search.machine.scalarsets)}; one "
                              f"state per orbit ({search.canon.method})")
+        if search.moved is not None:  # unknown after resuming an older checkpoint
+            stats.update(symmetry_moved(search.moved, search.generated))
     return stats
 
 

@@ -67,6 +67,7 @@ class Saved:
     new_states: np.ndarray
     seconds: float
     complete: bool  # the last level was expanded and gave nothing new: the search is over
+    moved: int | None = None  # successors moved to another representative (older: absent)
 
 
 @dataclass
@@ -199,7 +200,8 @@ class Checkpoint:
                          [tuple(s) for s in manifest["init_states"]], int(manifest["generated"]),
                          np.array(manifest["enabled"], dtype=np.int64),
                          np.array(manifest["new_states"], dtype=np.int64),
-                         float(manifest["seconds"]), bool(manifest["complete"]))
+                         float(manifest["seconds"]), bool(manifest["complete"]),
+                         None if manifest.get("moved") is None else int(manifest["moved"]))
         except (KeyError, TypeError, ValueError):
             raise CheckerError(f"{self.path / MANIFEST}: malformed counters") from None
 

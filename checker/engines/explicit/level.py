@@ -41,6 +41,7 @@ class Level:
     step: tuple[int, int] | None = None  # (smallest key breaking a step invariant, its index)
     bad: tuple[int, int, bool] | None = None  # new state: see `first_bad`
     count: int = 0  # new states
+    moved: int = 0  # successors mapped to another representative (under symmetry)
     # the new states, sorted by fingerprint (if `fetch` is set: empty until it gives them)
     fps: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=U64))
     gen: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
@@ -58,15 +59,17 @@ class Level:
             self.deadlock = _min(self.deadlock, int(exp.deadlocked[0]))
         self.error = _min(self.error, exp.error)
         self.step = _first(self.step, exp.step_violation)
+        self.moved += exp.moved
 
     def summary(self) -> tuple:
         """Everything but the new states (what a worker sends besides its arrays)."""
         return (self.enabled, self.generated, self.guard_error, self.deadlock, self.error,
-                self.step, self.bad, self.count)
+                self.step, self.bad, self.count, self.moved)
 
     def join(self, summary: tuple) -> None:
         """Fold in another share's `summary()`."""
-        enabled, generated, guard_error, deadlock, error, step, bad, count = summary
+        enabled, generated, guard_error, deadlock, error, step, bad, count, moved = summary
+        self.moved += moved
         self.enabled += enabled
         self.generated += generated
         self.guard_error = _min(self.guard_error, guard_error)

@@ -69,6 +69,7 @@ class Expansion:
     step_violation: tuple[int, int] | None = None  # (gen key, step invariant index), smallest
     error: int | None = None  # smallest gen key whose evaluation failed
     guard_error: int | None = None  # smallest parent lane whose guard read out of range
+    moved: int = 0  # successors the canonical form mapped to another state of their orbit
 
 
 class Kernel:
@@ -231,7 +232,10 @@ class Kernel:
             result.deadlocked = np.flatnonzero(~any_enabled) + first_parent
         result.words = [np.concatenate(ws) if ws else np.empty(0, U64) for ws in succ_words]
         if self.canonical is not None and reduce and len(result.words[0]):
-            result.words = self.canonical(result.words)
+            canonical = self.canonical(result.words)
+            result.moved = int(np.logical_or.reduce(
+                [a != b for a, b in zip(canonical, result.words, strict=True)]).sum())
+            result.words = canonical
         result.gen = np.concatenate(gens) if gens else np.empty(0, np.int64)
         return result
 
