@@ -217,10 +217,8 @@ def repartition(carried: RDD, ranges: BucketRanges) -> RDD:
     return moved
 
 
-def first_level(states: States, partitions: int, exact: bool) -> list[Bucket]:
-    """Level 0's buckets, from its states sorted by fingerprint."""
-    buckets = visited_runs.bucket_of(states.fps, partitions)
-    shares = [states.take(np.flatnonzero(buckets == b), exact) for b in range(partitions)]
+def first_level(shares: list[States]) -> list[Bucket]:
+    """Level 0's buckets, from each bucket's share of its states (sorted)."""
     return [Bucket(share.fps.copy(), share) for share in shares]
 
 

@@ -65,9 +65,9 @@ class Remote:
         if self._call("read it", lambda: self._fs.exists(self._root)):
             if self._call("read it", lambda: self._fs.isFile(self._root)):
                 raise CheckerError(f"run directory {self.url} is a file")
-            if self.files():
-                hint = (" (to continue that run, use --resume)"
-                        if "run.json" in self.files() else "")
+            present = self.files()
+            if present:
+                hint = " (to continue that run, use --resume)" if "run.json" in present else ""
                 raise CheckerError(f"run directory {self.url} is not empty{hint}; choose "
                                    "another --run-dir")
         else:
@@ -75,10 +75,11 @@ class Remote:
 
     def download(self, local: Path) -> None:
         """Copy the run directory into the empty folder `local`."""
-        if "run.json" not in self.files():
+        present = self.files()
+        if "run.json" not in present:
             raise CheckerError(f"cannot resume {self.url}: not a Spark run directory "
                                "(no run.json)")
-        for rel in self.files():
+        for rel in present:
             target = local / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             self._call(f"read {rel}", lambda rel=rel, target=target: self._fs.copyToLocalFile(
@@ -110,19 +111,19 @@ class Remote:
         gone = [rel for rel in self.files() if not (local / rel).exists()]
         for rel in gone:
             self.remove(rel)
+        remaining = self.files()
         for folder in sorted({rel.rpartition("/")[0] for rel in gone if "/" in rel},
                              reverse=True):
             if not (local / folder).exists() and not any(
-                    f.startswith(folder + "/") for f in self.files()):
+                    f.startswith(folder + "/") for f in remaining):
                 self.remove(folder)
 
     def abandon(self) -> None:
         """Undo `start` and the run.json published since, for a run refused before
         level 0."""
         self.remove("run.json")
-        if self.made:
-            self._call("delete it", lambda: self._fs.delete(self._root, True)
-                       if not self.files() else None)
+        if self.made and not self.files():  # never a folder with anything in it
+            self._call("delete it", lambda: self._fs.delete(self._root, False))
 
 
 def _java_cause(exc: BaseException) -> str:

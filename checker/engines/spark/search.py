@@ -425,8 +425,9 @@ def _initial_level(run: _Run) -> _Found | None:
     root = run.run_dir.path
     files, runs = {}, {}
     shuffle = run.run_dir.exchange == SHUFFLE
-    for b in range(run.run_dir.partitions):
-        share = states.take(np.flatnonzero(buckets == b), layout.exact)
+    shares = [states.take(np.flatnonzero(buckets == b), layout.exact)
+              for b in range(run.run_dir.partitions)]
+    for b, share in enumerate(shares):
         if shuffle:  # the executors keep the visited set
             file = write_level(level_file(root, 0, b), share, layout.exact)
         else:
@@ -437,7 +438,7 @@ def _initial_level(run: _Run) -> _Found | None:
     run.run_dir.record(0, counts, files, runs)
     run.progress.add(counts)
     if shuffle:
-        _carry(run, carried.first_level(states, run.run_dir.partitions, layout.exact))
+        _carry(run, carried.first_level(shares))
     _say(run, f"level   0 | new {n:>12,} | total {n:>13,}")
     return None
 
