@@ -120,6 +120,7 @@ def test_under_symmetry_spark_stores_the_local_engines_orbits(name, spark, tmp_p
     reduced = run_spark(machine, tmp_path / "run", spark, deadlock, symmetry=True)
     assert_same(local, reduced)
     assert reduced.stats["symmetry"] == local.stats["symmetry"]
+    assert reduced.stats["symmetry_moved"] == local.stats["symmetry_moved"] > 0
     assert reduced.stats["distinct_states"] == load_model(name, MODELS_DIR).expect_orbits
 
 
@@ -274,8 +275,10 @@ def test_the_shuffle_exchange_gives_the_local_engines_result(name, spark, tmp_pa
 def test_the_shuffle_exchange_stores_the_local_engines_orbits(spark, tmp_path):
     machine, deadlock = model_machine("tracker_small")
     local = local_check(machine, BfsOptions(deadlock=deadlock, symmetry=True))
-    assert_same(local, run_spark(machine, tmp_path / "run", spark, deadlock, symmetry=True,
-                                 exchange="shuffle"))
+    reduced = run_spark(machine, tmp_path / "run", spark, deadlock, symmetry=True,
+                        exchange="shuffle")
+    assert_same(local, reduced)
+    assert reduced.stats["symmetry_moved"] == local.stats["symmetry_moved"]
     assert local.stats["distinct_states"] == 900
 
 

@@ -216,6 +216,7 @@ class ExpandSummary:
     write_seconds: float = 0.0  # writing them to the exchange
     exchanged: int = 0  # successors sent to dedupe tasks
     exchange_bytes: int = 0
+    moved: int = 0  # successors mapped to another representative (under symmetry)
 
 
 @dataclass
@@ -302,6 +303,7 @@ def expand_states(task: LevelTask, kernel: Kernel, frontier: States, started: fl
         exp = kernel.expand([w[lo:lo + task.batch_size] for w in words], lo, task.deadlock)
         summary.enabled += exp.enabled
         summary.generated += len(exp.gen)
+        summary.moved += exp.moved
         guard_error = _min(guard_error, exp.guard_error)
         error = _min(error, exp.error)
         if exp.step_violation is not None and (step is None or exp.step_violation[0] < step[0]):

@@ -60,6 +60,7 @@ class LevelCounts:
     enabled: list[int] = field(default_factory=list)  # per action instance, in that expansion
     new_states: list[int] = field(default_factory=list)  # canonical generators of this level
     timings: dict[str, Any] = field(default_factory=dict)  # seconds, task-seconds, bytes
+    moved: int | None = None  # successors moved to another representative (older: absent)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Progress:
     generated: int = 0  # transitions out of every level but the last
     enabled: list[int] = field(default_factory=list)  # per action instance
     new_states: list[int] = field(default_factory=list)  # per action instance
+    moved: int | None = 0  # successors moved to another representative (None: not known)
     seconds: float = 0.0  # wall time of the runs that got here
     levels: list[dict[str, Any]] = field(default_factory=list)  # per level: timings, bytes
 
@@ -81,6 +83,8 @@ class Progress:
     def add(self, counts: LevelCounts) -> None:
         self.sizes.append(counts.states)
         self.generated += counts.generated
+        self.moved = None if self.moved is None or counts.moved is None \
+            else self.moved + counts.moved
         if counts.enabled:
             self.enabled = [a + b for a, b in zip(self.enabled, counts.enabled, strict=True)]
             self.new_states = [a + b for a, b in zip(self.new_states, counts.new_states,

@@ -55,7 +55,13 @@ from checker.engines.durable import write_bytes
 from checker.engines.explicit.successors import Kernel
 from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, CheckResult, coverage_rows, search_stats
+from checker.engines.result import (
+    HOLDS,
+    CheckResult,
+    coverage_rows,
+    search_stats,
+    symmetry_moved,
+)
 from checker.engines.scope import refuse_unchecked
 from checker.engines.spark import carried, visited_runs
 from checker.engines.spark import run_dir as spark_run_dir
@@ -298,6 +304,8 @@ def _search(run: _Run) -> CheckResult:
             progress = run.progress  # the level's expansion counts, as the local engine's do
             progress.enabled = (np.array(progress.enabled) + level.expand.enabled).tolist()
             progress.generated += level.expand.generated
+            if progress.moved is not None:
+                progress.moved += level.expand.moved
             run.run_dir.discard(run.depth + 1)  # empty, or past a violation: never recorded
             if run.next_carried is not None:
                 run.next_carried.unpersist()
@@ -433,7 +441,7 @@ def _initial_level(run: _Run) -> _Found | None:
         else:
             file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact)
         files[level_file(root, 0, b).name] = file
-    counts = LevelCounts(n, timings={"seconds": round(_lap(run), 3),
+    counts = LevelCounts(n, moved=0, timings={"seconds": round(_lap(run), 3),
                                      "bytes": sum(f["bytes"] for f in files.values())})
     run.run_dir.record(0, counts, files, runs)
     run.progress.add(counts)
@@ -538,6 +546,7 @@ def _expand_level(run: _Run) -> _Level:
             expand.write_seconds += s.write_seconds
             expand.exchanged += s.exchanged
             expand.exchange_bytes += s.exchange_bytes
+            expand.moved += s.moved
             expand.deadlock = _smallest(expand.deadlock, s.deadlock)
             expand.guard_error = _smallest(expand.guard_error, s.guard_error)
             expand.error = _smallest(expand.error, s.error)
@@ -614,7 +623,7 @@ def _commit_level(run: _Run, level: _Level) -> None:
         "dedupe_task_seconds": round(d.seconds, 3),
         "write_task_seconds": round(d.write_seconds, 3),
         "exchanged": e.exchanged, "exchange_bytes": e.exchange_bytes,
-        "bytes": sum(f["bytes"] for f in level.files.values())})
+        "bytes": sum(f["bytes"] for f in level.files.values())}, e.moved)
     run.run_dir.record(depth, counts, level.files, level.runs)
     if run.run_dir.exchange == SHUFFLE:
         run.carried.unpersist()
@@ -687,6 +696,8 @@ def _stats(run: _Run) -> dict[str, Any]:
         stats["symmetry"] = (f"{run.canon.group.size:,} permutations of "
                              f"{', '.join(s.name for s in run.machine.scalarsets)}; one "
                              f"state per orbit ({run.canon.method})")
+        if run.progress.moved is not None:  # unknown when resumed from older records
+            stats.update(symmetry_moved(run.progress.moved, run.progress.generated))
     return stats
 
 
