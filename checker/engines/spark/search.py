@@ -357,10 +357,7 @@ def _prepare(run: _Run) -> None:
 
 def _cannot_read(ref: MachineRef, root: str, _: int) -> bool:
     kernel_for(ref)
-    try:
-        return not os.path.isfile(os.path.join(root, spark_run_dir.RUN_FILE))
-    except OSError:  # a folder this executor may not enter
-        return True
+    return not os.path.isfile(os.path.join(root, spark_run_dir.RUN_FILE))
 
 
 def _code_archive(ref: MachineRef) -> str:
