@@ -223,3 +223,15 @@ def test_progress_reads_spacer_event_log_as_it_grows(tmp_path: Path) -> None:
     with open(log, "ab") as more:  # the half line is finished, and more comes
         more.write(b"ma: 1 exprID: 3\n* LEVEL 2\n** add-lemma: 2\n")
     assert events.status() == "pdr: Spacer at level 2, 3 lemmas learned"
+
+
+def test_the_spacer_variants_bench_runs_each_form_to_a_checked_proof() -> None:
+    """`bench/spacer_variants.py` (decision 0026's figures for bit-vectors and mined
+    seeds): every form proves the mutex, each proof re-checked in its own encoding."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "spacer_variants.py"),
+                          "--timeout", "120", "mutex"], capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [("mutex", form, "proved")
+                                                  for form in ("int", "bv", "mined")]
+    assert rows[2][-2:] == ["77", "seeds"]  # mined: facts Houdini proved, handed to Spacer

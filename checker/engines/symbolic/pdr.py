@@ -79,7 +79,7 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
         seeded = seeds.formula(u)
-        fp, reach, bad = _horn_clauses(u, options.deadlock, seeded)
+        fp, reach, bad = horn_clauses(u, options.deadlock, seeded)
         left = deadline.left()
         if left is not None:
             fp.set("timeout", max(1, int(left * 1000)))
@@ -212,7 +212,7 @@ def proved_seeds(machine: Machine, deadline: Deadline,
                  NO_ERROR in alive and initially(u.no_error(0)))
 
 
-def _horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
+def horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
                   ) -> tuple[z3.Fixedpoint, z3.FuncDeclRef, z3.BoolRef]:
     """The model as Horn clauses (see the module docstring): the solver, `Reach`, `Bad`.
     `seeded` (over s0) holds in every reachable state: it joins every body that has
