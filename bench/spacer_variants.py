@@ -69,11 +69,14 @@ class BitVecNumbers:
 
 
 def one(name: str, form: str, timeout: float) -> dict:
-    """One form on one model, in this process: a JSON-able row."""
+    """One form on one model, in this process: a JSON-able row. (Imports are here: the
+    parent process only launches runs and prints.)"""
+    import tempfile
+
     import z3
 
     from checker.backends.z3_terms import Z3Encoder
-    from checker.engines.symbolic.deadline import Deadline
+    from checker.engines.symbolic.deadline import Deadline, OutOfTime
     from checker.engines.symbolic.houdini import NO_ERROR, houdini
     from checker.engines.symbolic.infer.pipeline import (
         InferOptions,
@@ -87,7 +90,7 @@ def one(name: str, form: str, timeout: float) -> dict:
 
     folder, model, sets = MODELS[name]
     overrides = dict(s.split("=", 1) for s in sets) or None
-    machine = build_machine(load_model(model, folder), overrides, proof=not sets)
+    machine = build_machine(load_model(model, folder), overrides, proof=True)  # as prove
     machine = dataclasses.replace(machine, lemmas=[])
     started = time.perf_counter()
     deadline = Deadline(timeout)
@@ -102,9 +105,13 @@ def one(name: str, form: str, timeout: float) -> dict:
         u.enc = Z3Encoder(machine, BitVecNumbers(2 * bound.bit_length() + 2))  # type: ignore[arg-type]
     seeded = z3.BoolVal(True)
     if form == "mined":
-        found = reachable_candidates(machine, InferOptions(progress=say), deadline)
-        props = as_properties([c for c in found.kept if len(c.clause) <= 2])
-        alive, _ = houdini(machine, props, deadline, say)
+        try:
+            found = reachable_candidates(machine, InferOptions(progress=say), deadline)
+            props = as_properties([c for c in found.kept if len(c.clause) <= 2])
+            alive, _ = houdini(machine, props, deadline, say)
+        except OutOfTime:  # mining or Houdini ran out of time
+            return {**row, "outcome": "unknown",
+                    "seconds": time.perf_counter() - started}
         facts = [p for p in machine.invariants + props if p.name in alive]
         seeded = z3.And([u.prop_holds(p, 0) for p in facts]
                         + ([u.no_error(0)] if NO_ERROR in alive else []))
@@ -112,16 +119,14 @@ def one(name: str, form: str, timeout: float) -> dict:
         row["houdini_s"] = time.perf_counter() - started
     fp, reach, bad = horn_clauses(u, False, seeded)
     fp.set("timeout", max(1, int((deadline.left() or 0) * 1000)))
-    events = SpacerEvents(Path(os.environ.get("TMPDIR", "/tmp"))
-                          / f"ctmc-spacer-{os.getpid()}.trace")
-    fp.set("spacer.trace_file", str(events.path))
-    try:
-        with Heartbeat(say, events.status):
-            answer = str(fp.query(bad))
-    except z3.Z3Exception:  # Spacer's timer
-        answer = "unknown"
-    finally:
-        events.path.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ctmc-spacer-") as scratch:
+        events = SpacerEvents(Path(scratch) / "spacer.trace")
+        fp.set("spacer.trace_file", str(events.path))
+        try:
+            with Heartbeat(say, events.status):
+                answer = str(fp.query(bad))
+        except z3.Z3Exception:  # Spacer's timer
+            answer = "unknown"
     row["outcome"] = {"unsat": "proved", "sat": "counterexample"}.get(answer, "unknown")
     if answer == "unsat":
         invariant = z3.substitute_vars(fp.get_cover_delta(-1, reach), *u.state(0))
