@@ -213,7 +213,7 @@ def proved_seeds(machine: Machine, deadline: Deadline,
 
 
 def horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
-                  ) -> tuple[z3.Fixedpoint, z3.FuncDeclRef, z3.BoolRef]:
+                 ) -> tuple[z3.Fixedpoint, z3.FuncDeclRef, z3.BoolRef]:
     """The model as Horn clauses (see the module docstring): the solver, `Reach`, `Bad`.
     `seeded` (over s0) holds in every reachable state: it joins every body that has
     `Reach(s)`."""
