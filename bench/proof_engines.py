@@ -56,22 +56,26 @@ def run_one(folder: Path, model: str, sets: list[str], command: list[str],
     """One engine on one model: outcome, seconds, peak memory, proof size."""
     args = [sys.executable, "-m", "ctmc", "--models-dir", str(folder), *command, model,
             "--json", "--timeout", str(timeout)] + [f"--set={s}" for s in sets]
-    started = time.perf_counter()
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True)
-    assert process.stdout is not None
-    out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)  # this process's own peak memory
-    process.returncode = os.waitstatus_to_exitcode(status)
-    seconds = time.perf_counter() - started
-    peak = usage.ru_maxrss / 1024
+    out, code, seconds, peak = measured(args, stderr=subprocess.DEVNULL)
     try:
         report = json.loads(out)
     except json.JSONDecodeError:
-        return {"outcome": f"exit {process.returncode}", "seconds": seconds, "mb": peak,
+        return {"outcome": f"exit {code}", "seconds": seconds, "mb": peak,
                 "size": "-"}
     return {"outcome": _outcome(command, report), "seconds": seconds, "mb": peak,
             "size": _size(command, report)}
+
+
+def measured(args: list[str], stderr: int | None = None) -> tuple[str, int, float, float]:
+    """Run `args` to its end: its stdout, exit code, wall seconds, and the peak resident
+    memory (MB) of that process alone."""
+    started = time.perf_counter()
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    assert process.stdout is not None
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)  # this process's own peak memory
+    return (out, os.waitstatus_to_exitcode(status), time.perf_counter() - started,
+            usage.ru_maxrss / 1024)
 
 
 def _outcome(command: list[str], report: dict) -> str:

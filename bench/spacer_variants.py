@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from proof_engines import MODELS  # noqa: E402  (bench/ is the script's folder)
+from proof_engines import MODELS, measured  # noqa: E402  (bench/ is the script's folder)
 
 FORMS = ("int", "bv", "mined")
 DEFAULT_MODELS = ["mutex", "two_phase_commit", "tracker_small@bfs", "v1_tiny",
@@ -140,15 +138,12 @@ def one(name: str, form: str, timeout: float) -> dict:
 def run(name: str, form: str, timeout: float) -> dict:
     """`one` in a process of its own, with its peak memory."""
     args = [sys.executable, __file__, "--one", name, form, "--timeout", str(timeout)]
-    process = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
+    out, code, _, peak = measured(args)
     try:
         row = json.loads(out.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        row = {"outcome": f"exit {os.waitstatus_to_exitcode(status)}", "seconds": float("nan")}
-    row["mb"] = usage.ru_maxrss / 1024
+        row = {"outcome": f"exit {code}", "seconds": float("nan")}
+    row["mb"] = peak
     return row
 
 
