@@ -471,8 +471,12 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
               help="pdr: seed Spacer with the spec's lemmas (and invariants) that hold "
                    "initially and are inductive together (Houdini proves which, first): "
                    "it then looks only for what they lack.")
+@click.option("--mine", is_flag=True,
+              help="pdr: seed Spacer with the clauses of one or two literals infer's "
+                   "templates find true in every reachable state, those that hold "
+                   "initially and are inductive together (Houdini proves which, first).")
 def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
-              workers: int | None, engine_name: str, seed: bool) -> int:
+              workers: int | None, engine_name: str, seed: bool, mine: bool) -> int:
     """Prove MODEL's invariants for every reachable state with Z3, at the sizes of the
     model's [proof.params]: by k-induction with the spec's lemmas, or by PDR with none
     (--engine pdr). Outcomes: proved (exit 0), counterexample (a real trace, exit 1),
@@ -488,6 +492,9 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     if engine_name == "induction" and seed:
         raise click.UsageError("--with-spec-lemmas seeds pdr; induction always uses the "
                                "spec's lemmas")
+    if engine_name == "induction" and mine:
+        raise click.UsageError("--mine seeds pdr; induction uses the spec's lemmas (ctmc "
+                               "infer finds lemmas for it)")
     _check_trace_out(args.trace_out)
     model, machine = _load(args, proof=True)
     engine: dict[str, Any] = {
@@ -497,12 +504,12 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     }
     if engine_name == "induction":
         engine["k"] = k or model.proof["k"]
-    if seed:
-        engine["seeds"] = "spec lemmas"
+    if seed or mine:
+        engine["seeds"] = " and ".join(["spec lemmas"] * seed + ["mined facts"] * mine)
     options = ProveOptions(k=engine.get("k", 1), deadlock=engine["deadlock"],
                            timeout=engine["timeout"], started=started,
                            progress=args.progress, workers=workers or _usable_cores(),
-                           seed=seed)
+                           seed=seed, mine=mine)
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)

@@ -1,6 +1,7 @@
 """Ways to a proof, side by side on the same models: k-induction with the spec's
 lemmas, PDR on Spacer with none, PDR seeded with the spec's lemmas it proves first,
-and `infer` with none.
+PDR seeded with facts mined from reachable states (none a person wrote), and `infer`
+with none.
 
 Each run is `ctmc` in a process of its own, one after the other, under the same
 `--timeout`; printed per model and engine: the outcome, wall seconds, the peak
@@ -47,6 +48,7 @@ ENGINES = {
     "k-induction": ["prove", "--workers", "1"],
     "pdr": ["prove", "--engine", "pdr"],
     "pdr+lemmas": ["prove", "--engine", "pdr", "--with-spec-lemmas"],
+    "pdr+mined": ["prove", "--engine", "pdr", "--mine"],
     "infer": ["infer"],
 }
 
@@ -91,7 +93,8 @@ def _size(command: list[str], report: dict) -> str:
         return str(len(report.get("needed") or [])) if report.get("proves") else "-"
     if "pdr" in command:
         stats = report.get("stats", {})
-        seeds = f" + {len(stats['seeds'])} seeds" if "seeds" in stats else ""
+        seeds = f" + {len(stats['seeds']) + stats.get('mined_seeds', 0):,} seeds" \
+            if "seeds" in stats else ""
         return f"{stats.get('invariant_clauses', '-')}{seeds}"
     used = report.get("lemmas_used")
     return "-" if report.get("outcome") != "proved" else f"{len(used or [])} lemmas"

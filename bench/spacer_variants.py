@@ -6,10 +6,10 @@
   model's slot bounds with room to spare (twice their bits, plus two): the "second
   try" the issue suggested. An experiment, not an engine: its width is not derived
   from every expression, so a run near that width could wrap around.
-- `mined`: integers, seeded (as `--with-spec-lemmas` seeds) with facts no person
-  wrote: the one- and two-literal candidates `ctmc infer` mines from the reachable
-  states (BFS), the largest inductive subset of them found by Houdini. Houdini's
-  seconds are part of the time.
+- `mined`: integers, seeded as `ctmc prove --engine pdr --mine` seeds them, with facts
+  no person wrote: the one- and two-literal candidates `ctmc infer` mines from the
+  reachable states, those that hold initially, the largest inductive subset of them
+  found by Houdini. Mining and Houdini's seconds are part of the time (and shown).
 
 Each run is a process of its own under `--timeout`; a proof is re-checked with a
 plain solver (initiation, consecution, safety) in the run's own encoding. Printed per
@@ -75,13 +75,13 @@ def one(name: str, form: str, timeout: float) -> dict:
 
     from checker.backends.z3_terms import Z3Encoder
     from checker.engines.symbolic.deadline import Deadline, OutOfTime
-    from checker.engines.symbolic.houdini import NO_ERROR, houdini
-    from checker.engines.symbolic.infer.pipeline import (
-        InferOptions,
-        as_properties,
-        reachable_candidates,
+    from checker.engines.symbolic.pdr import (
+        SpacerEvents,
+        conjuncts,
+        horn_clauses,
+        proved_seeds,
+        recheck,
     )
-    from checker.engines.symbolic.pdr import SpacerEvents, conjuncts, horn_clauses, recheck
     from checker.engines.symbolic.unroll import Unrolling
     from checker.models import build_machine, load_model
     from checker.progress import Heartbeat
@@ -102,18 +102,14 @@ def one(name: str, form: str, timeout: float) -> dict:
         bound = max(max(abs(s.lo), abs(s.hi)) for s in machine.slots)
         u.enc = Z3Encoder(machine, BitVecNumbers(2 * bound.bit_length() + 2))  # type: ignore[arg-type]
     seeded = z3.BoolVal(True)
-    if form == "mined":
+    if form == "mined":  # as `ctmc prove --engine pdr --mine` seeds Spacer
         try:
-            found = reachable_candidates(machine, InferOptions(progress=say), deadline)
-            props = as_properties([c for c in found.kept if len(c.clause) <= 2])
-            alive, _ = houdini(machine, props, deadline, say)
+            seeds = proved_seeds(machine, deadline, say, spec=False, mine=True)
         except OutOfTime:  # mining or Houdini ran out of time
             return {**row, "outcome": "unknown",
                     "seconds": time.perf_counter() - started}
-        facts = [p for p in machine.invariants + props if p.name in alive]
-        seeded = z3.And([u.prop_holds(p, 0) for p in facts]
-                        + ([u.no_error(0)] if NO_ERROR in alive else []))
-        row["seeds"] = len(facts) + (NO_ERROR in alive)
+        seeded = seeds.formula(u)
+        row["seeds"] = len(seeds.names())
         row["houdini_s"] = time.perf_counter() - started
     fp, reach, bad = horn_clauses(u, False, seeded)
     fp.set("timeout", max(1, int((deadline.left() or 0) * 1000)))

@@ -23,7 +23,7 @@ from checker.engines.symbolic.deadline import Deadline
 from checker.engines.symbolic.houdini import NO_ERROR
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
-from checker.engines.symbolic.pdr import Seeds, SpacerEvents, pdr, recheck
+from checker.engines.symbolic.pdr import InitialStates, Seeds, SpacerEvents, pdr, recheck
 from checker.engines.symbolic.source import SourceWriter, Unwritable
 from checker.engines.symbolic.unroll import Unrolling
 from checker.models import build_machine, load_model
@@ -44,13 +44,16 @@ def _machine(folder: str, name: str):
                          proof=True)
 
 
+@pytest.mark.parametrize("mine", [[], ["--mine"]], ids=["plain", "mined"])
 @pytest.mark.parametrize("folder, name, spec_file", [("mutex", "mutex", "mutex.py"),
                                                      ("two_phase_commit", "tpc", "tpc.py")])
 def test_the_examples_prove_with_no_lemmas_and_the_invariant_pastes(
-        tmp_path: Path, folder: str, name: str, spec_file: str) -> None:
+        tmp_path: Path, folder: str, name: str, spec_file: str, mine: list[str]) -> None:
+    """Spacer's invariant (with --mine: the mined facts it needs, then Spacer's
+    clauses) pasted as lemmas makes k-induction prove the model, using each of them."""
     work = tmp_path / folder
     shutil.copytree(EXAMPLES / folder, work)
-    run_ = ctmc("prove", "--engine", "pdr", f"{name}.toml", "--json", cwd=work)
+    run_ = ctmc("prove", "--engine", "pdr", *mine, f"{name}.toml", "--json", cwd=work)
     assert run_.returncode == 0, run_.stderr
     report = json.loads(run_.stdout)
     assert report["outcome"] == PROVED and report["invariant"]
@@ -63,7 +66,7 @@ def test_the_examples_prove_with_no_lemmas_and_the_invariant_pastes(
     proved = json.loads(induction.stdout)
     assert proved["outcome"] == PROVED and proved["k"] == 1
     assert len(proved["lemmas_used"]) + len(proved["lemmas_unused"]) == \
-        report["stats"]["invariant_clauses"]
+        report["stats"]["invariant_clauses"] + report["stats"].get("mined_seeds_needed", 0)
     checked = ctmc("check", f"{name}.toml", cwd=work)  # BFS checks every pasted lemma
     assert checked.returncode == 0, checked.stderr
 
@@ -119,6 +122,8 @@ def test_the_spec_lemmas_seed_spacer_only_once_proved(tmp_path: Path) -> None:
     assert plain["stats"]["invariant_clauses"] > 0
     wrong = ctmc("prove", "--with-spec-lemmas", "mutex.toml", cwd=work)
     assert wrong.returncode == 2 and "--with-spec-lemmas seeds pdr" in wrong.stderr
+    wrong = ctmc("prove", "--mine", "mutex.toml", cwd=work)
+    assert wrong.returncode == 2 and "--mine seeds pdr" in wrong.stderr
 
 
 def test_seeds_that_prove_everything_leave_spacer_nothing_to_add() -> None:
@@ -147,6 +152,39 @@ def test_a_seed_that_is_not_proved_fails_the_recheck(tmp_path: Path,
     result = pdr(machine, ProveOptions(seed=True))
     assert result.outcome != PROVED
     assert "does not check: a step leaves it" in result.message
+
+
+def test_mined_seeds_are_proved_first_and_a_mutation_still_fails() -> None:
+    """--mine: the short clauses true in every reachable state that hold initially and
+    that Houdini proves seed Spacer; on the mutex they prove it alone. On a mutation
+    the mining BFS meets the violation, so Spacer runs unseeded and the trace is the
+    one plain PDR gives."""
+    machine = _machine("mutex", "mutex")
+    result = pdr(machine, ProveOptions(mine=True))
+    assert result.outcome == PROVED and result.stats["mined_seeds"] == 75
+    assert "1 spec lemmas and invariants and 75 facts mined from reachable states" \
+        in result.message
+    mutated = _machine("two_phase_commit", "tpc_commit_on_any_prepared")
+    lines: list[str] = []
+    seeded = pdr(mutated, ProveOptions(mine=True, progress=lines.append))
+    plain = pdr(mutated, ProveOptions())
+    assert seeded.outcome == plain.outcome == COUNTEREXAMPLE
+    assert seeded.violation is not None and plain.violation is not None
+    assert seeded.violation.trace.states == plain.violation.trace.states
+    assert any("violated; Spacer goes on unseeded" in line for line in lines)
+
+
+def test_only_members_true_in_every_initial_state_are_kept() -> None:
+    """A member some initial state falsifies is dropped before Houdini sees it."""
+    from checker.lang import expr as E
+    from checker.lang.machine import Property
+
+    machine = _machine("mutex", "mutex")
+    held = machine.invariants[0]
+    negated = Property("Negated", E.Not(held.expr), "not it")
+    initial = InitialStates(Unrolling(machine), Deadline(None))
+    assert initial.holding([negated, held]) == [held]
+    assert initial.breaking(initial.u.prop_holds(negated, 0)) is not None
 
 
 def test_a_mutation_gives_a_shortest_counterexample_as_bmc_does() -> None:

@@ -24,3 +24,4 @@ class ProveOptions:
     progress: Callable[[str], None] | None = None
     workers: int = 1  # processes sharing the inductive step's goals
     seed: bool = False  # pdr: seed Spacer with the spec's lemmas it proves first
+    mine: bool = False  # pdr: seed Spacer with facts mined from reachable states, proved first

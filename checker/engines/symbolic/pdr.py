@@ -20,11 +20,14 @@ Spacer answers whether `Bad` is derivable. Its answers are never taken as they a
 - unknown or out of time: inconclusive, never proved.
 
 The spec's lemmas are neither assumed nor checked here: PDR needs none (BFS and
-k-induction check them). With `seed` (`--with-spec-lemmas`), the spec's lemmas and
-invariants that hold initially and survive Houdini together, hence hold in every
-reachable state, are conjoined to the clauses' bodies: Spacer then looks only for what
-they lack, and the re-check checks its invariant together with them. Decision 0026
-records the encoding and Spacer's options.
+k-induction check them). Seeds are facts proved first and conjoined to the clauses'
+bodies, so Spacer looks only for what they lack (the re-check checks its invariant
+together with them): with `seed` (`--with-spec-lemmas`) the spec's lemmas and
+invariants, with `mine` (`--mine`) the clauses of one or two literals that `infer`'s
+templates find true in every reachable state (BFS, or random walks for big models).
+Only members that hold in every initial state and survive Houdini together, hence hold
+in every reachable state, are seeds. Decision 0026 records the encoding, Spacer's
+options and what seeds buy.
 """
 
 from __future__ import annotations
@@ -44,9 +47,15 @@ from checker.engines.symbolic.bmc import bmc
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.houdini import NO_ERROR, houdini
 from checker.engines.symbolic.induction import COUNTEREXAMPLE, PROVED, ProofResult
+from checker.engines.symbolic.infer.pipeline import (
+    InferOptions,
+    ModelViolates,
+    reachable_candidates,
+)
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
-from checker.engines.symbolic.unroll import Unrolling, new_solver
+from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
+from checker.errors import CheckerError
 from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
 
@@ -71,10 +80,13 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         return ProofResult(outcome, 0, message, stats=stats, **more)  # type: ignore[arg-type]
 
     try:
-        seeds = proved_seeds(machine, deadline, options.progress) if options.seed \
-            else Seeds([], False)
-        if options.seed:
-            stats["seeds"] = seeds.names()
+        seeds = Seeds([], False)
+        if options.seed or options.mine:
+            seeds = proved_seeds(machine, deadline, options.progress, options.seed,
+                                 options.mine)
+            stats["seeds"] = [n for n in seeds.names() if not n.startswith(MINED_PREFIX)]
+            if options.mine:
+                stats["mined_seeds"] = seeds.mined
         machine = dataclasses.replace(machine, lemmas=[])
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
@@ -125,12 +137,24 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         note = "" if not unwritten else (
             f"; {unwritten} of them the spec language cannot state (shown as comments: "
             f"the other lemmas alone may not be inductive)")
-        if options.seed and not clauses:
-            return done(PROVED, f"the {len(seeds.props)} spec lemmas and invariants proved "
-                                f"first prove every property: Spacer added nothing (checked "
-                                f"again with a plain solver)")
-        with_seeds = "" if not options.seed else (
-            f" on top of the {len(seeds.props)} spec lemmas and invariants proved first")
+        if seeds.mined:
+            try:
+                with Heartbeat(options.progress, "pdr: singling out the mined facts the "
+                                                 "proof needs"):
+                    needed = needed_mined(u, seeds, clauses, options.deadlock, deadline)
+            except OutOfTime:
+                note += ("; the mined facts it needs were not singled out before the "
+                         "deadline, so the lemmas printed are Spacer's alone")
+            else:
+                stats["mined_seeds_needed"] = len(needed)
+                lemmas, _ = as_lemmas(machine, u, clauses, needed)
+                note += (f"; the lemmas printed are the {len(needed):,} mined facts the "
+                         f"proof needs" + (", then Spacer's" if clauses else ""))
+        if seeds.props and not clauses:
+            return done(PROVED, f"the {seeds.describe()} proved first prove every "
+                                f"property: Spacer added nothing (checked again with a "
+                                f"plain solver){note}", invariant=lemmas)
+        with_seeds = f" on top of the {seeds.describe()} proved first" if seeds.props else ""
         return done(PROVED, f"Spacer found an inductive invariant of {len(clauses)} "
                             f"clauses{with_seeds}, checked again with a plain solver{note}",
                     invariant=lemmas)
@@ -171,11 +195,20 @@ class SpacerEvents:
 class Seeds(NamedTuple):
     """Facts proved of every reachable state, for Spacer to start from."""
 
-    props: list[Property]  # spec invariants and lemmas
+    props: list[Property]  # spec invariants and lemmas, mined facts
     no_error: bool  # no action errs
+    mined: int = 0  # how many of `props` were mined
 
     def names(self) -> list[str]:
         return [p.name for p in self.props] + ([NO_ERROR] if self.no_error else [])
+
+    def describe(self) -> str:
+        """What the seeds are, for the verdict's message."""
+        own = len(self.props) - self.mined
+        parts = [f"{own} spec lemmas and invariants"] if own else []
+        if self.mined:
+            parts.append(f"{self.mined:,} facts mined from reachable states")
+        return " and ".join(parts)
 
     def formula(self, u: Unrolling) -> z3.BoolRef:
         """The seeds over s0."""
@@ -183,33 +216,145 @@ class Seeds(NamedTuple):
                       + ([u.no_error(0)] if self.no_error else []))
 
 
+# Mined seeds are clauses of at most this many literals: on log_driven_tiny the
+# three-literal ones more than double the pool Houdini must prove (decision 0026)
+MINED_LITERALS = 2
+MINED_PREFIX = "Mined"  # mined seeds are named Mined0, Mined1, ...
+
+
 def proved_seeds(machine: Machine, deadline: Deadline,
-                 progress: Callable[[str], None] | None) -> Seeds:
-    """The spec's lemmas and invariants, and "no action errs", that hold in every
-    reachable state as far as 1-induction shows: those true in every initial state
-    that survive Houdini together (each then holds wherever the others do, after any
-    step from a state where no action errs, the only steps there are). Nothing here
+                 progress: Callable[[str], None] | None, spec: bool, mine: bool) -> Seeds:
+    """The members that hold in every reachable state as far as 1-induction shows:
+    those true in every initial state that survive Houdini together (each then holds
+    wherever the others do, after any step from a state where no action errs, the
+    only steps there are). The members: the spec's invariants, "no action errs", the
+    spec's lemmas if `spec`, facts mined from reachable states if `mine`. Nothing here
     is assumed: a member that fails initially or after a step is left out."""
-    u = Unrolling(machine, deadline=deadline)
-    initial = new_solver()
-    initial.add(u.init(0), u.admissible(0))
-
-    def initially(term: z3.BoolRef) -> bool:
-        initial.push()
-        initial.add(z3.Not(term))
-        answer = deadline.solve(initial, "checking the seeds in the initial states")
-        initial.pop()
-        return answer == z3.unsat
-
-    holding = [p for p in machine.invariants + machine.lemmas
-               if initially(u.prop_holds(p, 0))]
+    initial = InitialStates(Unrolling(machine, deadline=deadline), deadline)
+    mined = mined_facts(machine, deadline, progress) if mine else []
+    holding = initial.holding(machine.invariants + (machine.lemmas if spec else []) + mined)
     named = {p.name for p in machine.invariants}
     invariants = [p for p in holding if p.name in named]
-    lemmas = [p for p in holding if p.name not in named]
+    others = [p for p in holding if p.name not in named]
+    # a few dozen spec lemmas go fastest asked one at a time; thousands of facts, not
     alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
-                       lemmas, deadline, progress, one_at_a_time=True)
-    return Seeds([p for p in holding if p.name in alive],
-                 NO_ERROR in alive and initially(u.no_error(0)))
+                       others, deadline, progress, one_at_a_time=not mined)
+    seeds = [p for p in holding if p.name in alive]
+    no_error = NO_ERROR in alive and initial.breaking(initial.u.no_error(0)) is None
+    return Seeds(seeds, no_error, sum(1 for p in seeds if p.name.startswith(MINED_PREFIX)))
+
+
+class InitialStates:
+    """Which facts hold in every initial state (within the constraints)."""
+
+    def __init__(self, u: Unrolling, deadline: Deadline):
+        self.u, self.deadline = u, deadline
+        self.solver = new_solver()
+        self.solver.add(u.init(0), u.admissible(0))
+
+    def breaking(self, term: z3.BoolRef) -> z3.ModelRef | None:
+        """An initial state where `term` (over s0) is false, or None if there is none."""
+        self.solver.push()
+        self.solver.add(z3.Not(term))
+        answer = self.deadline.solve(self.solver, "checking the seeds in the initial states")
+        model = self.solver.model() if answer == z3.sat else None
+        reason = self.solver.reason_unknown() if answer == z3.unknown else ""
+        self.solver.pop()
+        if answer == z3.unknown:
+            raise CheckerError(f"the solver gave up checking the seeds in the initial "
+                               f"states ({reason})")
+        return model
+
+    def holding(self, members: list[Property]) -> list[Property]:
+        """The members true in every initial state: each initial state Z3 finds breaking
+        their conjunction drops every member false there, until none does."""
+        terms = {p.name: self.u.prop_holds(p, 0) for p in members}
+        alive = list(members)
+        while alive:
+            model = self.breaking(z3.And([terms[p.name] for p in alive]))
+            if model is None:
+                break
+            alive = [p for p in alive
+                     if not z3.is_false(model.eval(terms[p.name], model_completion=True))]
+        return alive
+
+
+def mined_facts(machine: Machine, deadline: Deadline,
+                progress: Callable[[str], None] | None) -> list[Property]:
+    """`infer`'s template clauses of at most MINED_LITERALS literals true in every
+    state the reachable-state filter sees (none if it finds a property violated: Spacer
+    then finds the path to it)."""
+    try:
+        found = reachable_candidates(dataclasses.replace(machine, lemmas=[]),
+                                     InferOptions(progress=progress), deadline)
+    except ModelViolates as bad:
+        if progress:
+            progress(f"pdr: mining found {bad.name} violated; Spacer goes on unseeded")
+        return []
+    kept = [c for c in found.kept if len(c.clause) <= MINED_LITERALS]
+    return [Property(f"{MINED_PREFIX}{i}", c.expr, c.source) for i, c in enumerate(kept)]
+
+
+def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock: bool,
+                 deadline: Deadline) -> list[Property]:
+    """The mined seeds that, with the spec's own seeds, make Spacer's `clauses` an
+    inductive invariant that implies the properties: the unsat cores of the re-check's
+    queries (safety, each action's step over Spacer's clauses and the spec's seeds)
+    with the mined seeds as assumptions, then of each needed seed's own step, until no
+    core names a new one. Checked again with a plain solver; raises DecodeError if that
+    fails."""
+    mined = [p for p in seeds.props if p.name.startswith(MINED_PREFIX)]
+    own = Seeds([p for p in seeds.props if not p.name.startswith(MINED_PREFIX)],
+                seeds.no_error)
+    s, t = u.state(0), u.state(1)
+    lits = {p.name: z3.Bool(f"seed:{p.name}") for p in mined}
+    by_lit = {str(lit): name for name, lit in lits.items()}
+    solver = new_solver()
+    solver.add(own.formula(u), *clauses, u.admissible(0))
+    for p in mined:
+        solver.add(z3.Implies(lits[p.name], u.prop_holds(p, 0)))
+
+    def core(query: list[z3.BoolRef]) -> set[str]:
+        solver.push()
+        solver.add(*query)
+        answer = deadline.solve(solver, "singling out the mined facts the proof needs",
+                                *lits.values())
+        used = {by_lit[str(lit)] for lit in solver.unsat_core()} if answer == z3.unsat \
+            else None
+        solver.pop()
+        if used is None:
+            raise DecodeError(f"a query the re-check answered unsat is {answer} with the "
+                              f"mined facts as assumptions; this is a bug")
+        return used
+
+    needed = core([z3.Not(safe_state(u, deadlock))])
+    steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
+    if steps:
+        needed |= core([u.step(0), u.enc.domain(t), z3.Not(z3.And(steps))])
+    slot_of = {v.get_id(): j for j, v in enumerate(s)}
+    by_name = {p.name: p for p in mined}
+    # the spec's own seeds were proved with every mined one: their steps are goals too
+    goals = conjuncts(own.formula(u)) + list(clauses) \
+        + [u.prop_holds(by_name[n], 0) for n in sorted(needed)]
+    while goals:
+        reads = [_slots(goal, slot_of) for goal in goals]
+        found: set[str] = set()
+        for action, step in zip(u.machine.actions, u.transitions(0), strict=True):
+            writes = {slot for slot, _ in action.updates}
+            changed = [g for g, r in zip(goals, reads, strict=True) if not r.isdisjoint(writes)]
+            if changed:
+                after = z3.substitute(z3.And(changed), *zip(s, t, strict=True))
+                found |= core([u.no_error(0), step, u.admissible(1), z3.Not(after)])
+        fresh = found - needed
+        needed |= fresh
+        goals = [u.prop_holds(by_name[n], 0) for n in sorted(fresh)]
+    kept = [p for p in mined if p.name in needed]
+    proof = z3.And(own.formula(u), *[u.prop_holds(p, 0) for p in kept], *clauses)
+    failed = recheck(u, proof, deadlock, deadline)
+    if failed:
+        raise DecodeError(f"the mined facts the cores name, with Spacer's clauses, do not "
+                          f"check: {failed}; this is a bug")
+    return kept
 
 
 def horn_clauses(u: Unrolling, deadlock: bool, seeded: z3.BoolRef
@@ -243,27 +388,60 @@ def safe_state(u: Unrolling, deadlock: bool) -> z3.BoolRef:
 def recheck(u: Unrolling, invariant: z3.BoolRef, deadlock: bool,
             deadline: Deadline) -> str:
     """Why `invariant` (over s0) is not an inductive invariant that implies the
-    properties, or "" when it is: initiation, consecution, safety, each one query."""
+    properties, or "" when it is: initiation, safety, and consecution asked action by
+    action over the clauses the action can change (those reading a slot it writes: the
+    rest read the same values after it), one query each."""
     s, t = u.state(0), u.state(1)
-    after = z3.substitute(invariant, *zip(s, t, strict=True))
     state = z3.And(invariant, u.admissible(0))
     steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
-    queries = [
-        ("an initial state violates it", [u.init(0), u.admissible(0), z3.Not(invariant)]),
-        ("a step leaves it", [state, u.no_error(0), u.step(0), u.admissible(1),
-                              z3.Not(after)]),
-        ("it allows a bad state", [state, z3.Not(safe_state(u, deadlock))]),
-    ]
+    failed = _fails(deadline, "an initial state violates it",
+                    [u.init(0), u.admissible(0), z3.Not(invariant)])
+    clauses = conjuncts(invariant)
+    slot_of = {v.get_id(): j for j, v in enumerate(s)}
+    reads = [_slots(clause, slot_of) for clause in clauses]
+    stepping = new_solver()  # one solver: the 25,000 clauses of a seeded run, once
+    stepping.add(state, u.no_error(0), u.admissible(1))
+    for action, step in zip(u.machine.actions, u.transitions(0), strict=True):
+        writes = {slot for slot, _ in action.updates}
+        changed = [c for c, r in zip(clauses, reads, strict=True) if not r.isdisjoint(writes)]
+        if changed and not failed:
+            after = z3.substitute(z3.And(changed), *zip(s, t, strict=True))
+            failed = _fails(deadline, f"a step leaves it ({action.label})",
+                            [step, z3.Not(after)], stepping)
+    failed = failed or _fails(deadline, "it allows a bad state",
+                              [state, z3.Not(safe_state(u, deadlock))])
     if steps:
-        queries.append(("it allows a bad step", [state, u.step(0), u.enc.domain(t),
-                                                 z3.Not(z3.And(steps))]))
-    for why, query in queries:
-        solver = new_solver()
-        solver.add(*query)
-        answer = deadline.solve(solver, "checking Spacer's invariant")
-        if answer != z3.unsat:
-            return f"{why} (the solver says {answer})"
-    return ""
+        failed = failed or _fails(deadline, "it allows a bad step",
+                                  [state, u.step(0), u.enc.domain(t), z3.Not(z3.And(steps))])
+    return failed
+
+
+def _fails(deadline: Deadline, why: str, query: list[z3.BoolRef],
+           solver: z3.Solver | None = None) -> str:
+    """`why`, with the solver's answer, unless `query` (added to `solver`, a new one if
+    none) is unsat ("" then)."""
+    solver = solver or new_solver()
+    solver.push()
+    solver.add(*query)
+    answer = deadline.solve(solver, "checking Spacer's invariant")
+    solver.pop()
+    return "" if answer == z3.unsat else f"{why} (the solver says {answer})"
+
+
+def _slots(term: z3.ExprRef, slot_of: dict[int, int]) -> set[int]:
+    """The state slots `term` mentions (`slot_of`: a state variable's id to its slot)."""
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [term]
+    while stack:
+        node = stack.pop()
+        if node.get_id() in seen:
+            continue
+        seen.add(node.get_id())
+        if node.get_id() in slot_of:
+            found.add(slot_of[node.get_id()])
+        stack.extend(node.children())
+    return found
 
 
 def conjuncts(formula: z3.BoolRef) -> list[z3.BoolRef]:
@@ -273,11 +451,15 @@ def conjuncts(formula: z3.BoolRef) -> list[z3.BoolRef]:
     return [] if z3.is_true(formula) else [formula]
 
 
-def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef]) -> tuple[str, int]:
-    """The invariant's clauses as lemmas to paste into the spec's build function, and
-    how many the spec language cannot state (each shown in Z3's syntax, as a comment)."""
+def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef],
+              mined: list[Property] | None = None) -> tuple[str, int]:
+    """The invariant's clauses as lemmas to paste into the spec's build function, after
+    the `mined` facts it needs, and how many clauses the spec language cannot state
+    (each shown in Z3's syntax, as a comment)."""
     writer = SourceWriter(machine, u.state(0))
-    blocks = []
+    blocks = [lemma_block(p.name, "Mined from reachable states, proved by Houdini; found "
+                                  "by ctmc prove --engine pdr --mine.", f"    return {p.doc}\n")
+              for p in mined or []]
     unwritten = 0
     for i, clause in enumerate(clauses):
         try:

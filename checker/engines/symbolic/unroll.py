@@ -143,9 +143,12 @@ class Unrolling:
         return z3.And(self.enc.domain(self.state(i)), self.explored(i))
 
     def step(self, i: int, upto: int | None = None) -> z3.BoolRef:
-        """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}.
-        Each step's transitions are encoded once: the least-trace search asks for many
-        prefixes of them."""
+        """Some action instance (with id <= `upto`, if given) leads from s_i to s_{i+1}."""
+        return z3.Or(self.transitions(i)[:None if upto is None else upto + 1])
+
+    def transitions(self, i: int) -> list[z3.BoolRef]:
+        """Each action instance's step from s_i to s_{i+1}, by id. Encoded once: the
+        least-trace search asks for many prefixes of them."""
         if i not in self._transitions:
             before, after = self.state(i), self.state(i + 1)
             encoded = []
@@ -153,7 +156,7 @@ class Unrolling:
                 self.deadline.check()
                 encoded.append(self.enc.transition(a, before, after))
             self._transitions[i] = encoded
-        return z3.Or(self._transitions[i][:None if upto is None else upto + 1])
+        return self._transitions[i]
 
     def canonical(self, solver: z3.Solver, k: int, progress: Progress | None = None,
                   deadline: Deadline | None = None) -> Least:

@@ -90,6 +90,16 @@ class InferResult:
     stats: dict = field(default_factory=dict)
 
 
+class ModelViolates(CheckerError):
+    """The reachable-state filter's BFS found a property violated: there is nothing
+    to infer (`name`: the property)."""
+
+    def __init__(self, name: str):
+        super().__init__(f"infer: the model violates {name} (see `ctmc check`); lemmas "
+                         f"are inferred for models that hold")
+        self.name = name
+
+
 class FilterStopped(OutOfTime):
     """The deadline passed in the reachable-state filter: `alive` candidates (a count:
     they are not built) hold in the `states` seen."""
@@ -140,9 +150,7 @@ def reachable_candidates(machine: Machine, options: InferOptions,
             if result.outcome == UNKNOWN:  # the BFS's own stop at what was left of it
                 raise OutOfTime(FILTER_PHASE)
             if result.violation is not None:
-                raise CheckerError(f"infer: the model violates {result.violation.name} "
-                                   f"(see `ctmc check`); lemmas are inferred for models "
-                                   f"that hold")
+                raise ModelViolates(result.violation.name)
         except _TooBig:
             sampled = True
             pool = Pool(machine, keep=options.search == "cti")
