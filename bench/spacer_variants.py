@@ -109,7 +109,7 @@ def one(name: str, form: str, timeout: float) -> dict:
             return {**row, "outcome": "unknown",
                     "seconds": time.perf_counter() - started}
         seeded = seeds.formula(u)
-        row["seeds"] = len(seeds.names())
+        row["seeds"] = len(seeds.names()) + len(seeds.mined)
         row["houdini_s"] = time.perf_counter() - started
     fp, reach, bad = horn_clauses(u, False, seeded)
     fp.set("timeout", max(1, int((deadline.left() or 0) * 1000)))

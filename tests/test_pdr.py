@@ -174,6 +174,23 @@ def test_mined_seeds_are_proved_first_and_a_mutation_still_fails() -> None:
     assert any("violated; Spacer goes on unseeded" in line for line in lines)
 
 
+def test_a_proof_stands_when_its_mined_facts_cannot_be_singled_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proof was checked with every seed; failing to pick the ones it needs only
+    leaves Spacer's clauses printed alone, and says so."""
+    import checker.engines.symbolic.pdr as pdr_module
+
+    def give_up(*_: object) -> None:
+        raise pdr_module.Unsingled("Z3 said unknown")
+
+    monkeypatch.setattr(pdr_module, "needed_mined", give_up)
+    result = pdr(_machine("two_phase_commit", "tpc"), ProveOptions(mine=True))
+    assert result.outcome == PROVED and result.invariant
+    assert "not singled out (Z3 said unknown), so the lemmas printed are Spacer's alone" \
+        in result.message
+    assert "Mined" not in result.invariant
+
+
 def test_only_members_true_in_every_initial_state_are_kept() -> None:
     """A member some initial state falsifies is dropped before Houdini sees it."""
     from checker.lang import expr as E

@@ -54,7 +54,7 @@ from checker.engines.symbolic.infer.pipeline import (
 )
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
-from checker.engines.symbolic.unroll import DecodeError, Unrolling, new_solver
+from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
 from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
@@ -84,9 +84,9 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         if options.seed or options.mine:
             seeds = proved_seeds(machine, deadline, options.progress, options.seed,
                                  options.mine)
-            stats["seeds"] = [n for n in seeds.names() if not n.startswith(MINED_PREFIX)]
+            stats["seeds"] = seeds.names()
             if options.mine:
-                stats["mined_seeds"] = seeds.mined
+                stats["mined_seeds"] = len(seeds.mined)
         machine = dataclasses.replace(machine, lemmas=[])
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
@@ -142,19 +142,21 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
                 with Heartbeat(options.progress, "pdr: singling out the mined facts the "
                                                  "proof needs"):
                     needed = needed_mined(u, seeds, clauses, options.deadlock, deadline)
-            except OutOfTime:
-                note += ("; the mined facts it needs were not singled out before the "
-                         "deadline, so the lemmas printed are Spacer's alone")
+            except (OutOfTime, Unsingled) as exc:
+                why = "the deadline passed" if isinstance(exc, OutOfTime) else str(exc)
+                note += (f"; the mined facts it needs were not singled out ({why}), so "
+                         f"the lemmas printed are Spacer's alone")
             else:
                 stats["mined_seeds_needed"] = len(needed)
                 lemmas, _ = as_lemmas(machine, u, clauses, needed)
                 note += (f"; the lemmas printed are the {len(needed):,} mined facts the "
                          f"proof needs" + (", then Spacer's" if clauses else ""))
-        if seeds.props and not clauses:
+        if (seeds.props or seeds.mined) and not clauses:
             return done(PROVED, f"the {seeds.describe()} proved first prove every "
                                 f"property: Spacer added nothing (checked again with a "
                                 f"plain solver){note}", invariant=lemmas)
-        with_seeds = f" on top of the {seeds.describe()} proved first" if seeds.props else ""
+        with_seeds = f" on top of the {seeds.describe()} proved first" \
+            if seeds.props or seeds.mined else ""
         return done(PROVED, f"Spacer found an inductive invariant of {len(clauses)} "
                             f"clauses{with_seeds}, checked again with a plain solver{note}",
                     invariant=lemmas)
@@ -195,31 +197,30 @@ class SpacerEvents:
 class Seeds(NamedTuple):
     """Facts proved of every reachable state, for Spacer to start from."""
 
-    props: list[Property]  # spec invariants and lemmas, mined facts
+    props: list[Property]  # the spec's invariants and lemmas
     no_error: bool  # no action errs
-    mined: int = 0  # how many of `props` were mined
+    mined: tuple[Property, ...] = ()  # facts mined from reachable states
 
     def names(self) -> list[str]:
+        """The spec's members (the mined ones are many, and named by number)."""
         return [p.name for p in self.props] + ([NO_ERROR] if self.no_error else [])
 
     def describe(self) -> str:
         """What the seeds are, for the verdict's message."""
-        own = len(self.props) - self.mined
-        parts = [f"{own} spec lemmas and invariants"] if own else []
+        parts = [f"{len(self.props)} spec lemmas and invariants"] if self.props else []
         if self.mined:
-            parts.append(f"{self.mined:,} facts mined from reachable states")
+            parts.append(f"{len(self.mined):,} facts mined from reachable states")
         return " and ".join(parts)
 
     def formula(self, u: Unrolling) -> z3.BoolRef:
         """The seeds over s0."""
-        return z3.And([u.prop_holds(p, 0) for p in self.props]
+        return z3.And([u.prop_holds(p, 0) for p in self.props + list(self.mined)]
                       + ([u.no_error(0)] if self.no_error else []))
 
 
 # Mined seeds are clauses of at most this many literals: on log_driven_tiny the
 # three-literal ones more than double the pool Houdini must prove (decision 0026)
 MINED_LITERALS = 2
-MINED_PREFIX = "Mined"  # mined seeds are named Mined0, Mined1, ...
 
 
 def proved_seeds(machine: Machine, deadline: Deadline,
@@ -239,9 +240,11 @@ def proved_seeds(machine: Machine, deadline: Deadline,
     # a few dozen spec lemmas go fastest asked one at a time; thousands of facts, not
     alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
                        others, deadline, progress, one_at_a_time=not mined)
-    seeds = [p for p in holding if p.name in alive]
+    mined_names = {p.name for p in mined}
     no_error = NO_ERROR in alive and initial.breaking(initial.u.no_error(0)) is None
-    return Seeds(seeds, no_error, sum(1 for p in seeds if p.name.startswith(MINED_PREFIX)))
+    return Seeds([p for p in holding if p.name in alive and p.name not in mined_names],
+                 no_error,
+                 tuple(p for p in holding if p.name in alive and p.name in mined_names))
 
 
 class InitialStates:
@@ -292,7 +295,16 @@ def mined_facts(machine: Machine, deadline: Deadline,
             progress(f"pdr: mining found {bad.name} violated; Spacer goes on unseeded")
         return []
     kept = [c for c in found.kept if len(c.clause) <= MINED_LITERALS]
-    return [Property(f"{MINED_PREFIX}{i}", c.expr, c.source) for i, c in enumerate(kept)]
+    taken = {p.name for p in machine.invariants + machine.lemmas + machine.step_invariants}
+    prefix = "Mined"  # Mined0, Mined1, ...: no name of the spec's may start so
+    while any(name.startswith(prefix) for name in taken):
+        prefix += "_"
+    return [Property(f"{prefix}{i}", c.expr, c.source) for i, c in enumerate(kept)]
+
+
+class Unsingled(Exception):
+    """The mined facts a proof needs could not be singled out (the proof stands: it was
+    checked with every seed)."""
 
 
 def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock: bool,
@@ -301,11 +313,10 @@ def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock
     inductive invariant that implies the properties: the unsat cores of the re-check's
     queries (safety, each action's step over Spacer's clauses and the spec's seeds)
     with the mined seeds as assumptions, then of each needed seed's own step, until no
-    core names a new one. Checked again with a plain solver; raises DecodeError if that
-    fails."""
-    mined = [p for p in seeds.props if p.name.startswith(MINED_PREFIX)]
-    own = Seeds([p for p in seeds.props if not p.name.startswith(MINED_PREFIX)],
-                seeds.no_error)
+    core names a new one. Checked again with a plain solver; raises Unsingled if that
+    fails, or if Z3 answers unknown."""
+    mined = list(seeds.mined)
+    own = Seeds(seeds.props, seeds.no_error)
     s, t = u.state(0), u.state(1)
     lits = {p.name: z3.Bool(f"seed:{p.name}") for p in mined}
     by_lit = {str(lit): name for name, lit in lits.items()}
@@ -323,8 +334,8 @@ def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock
             else None
         solver.pop()
         if used is None:
-            raise DecodeError(f"a query the re-check answered unsat is {answer} with the "
-                              f"mined facts as assumptions; this is a bug")
+            raise Unsingled(f"a query the re-check answered unsat is {answer} with the "
+                            f"mined facts as assumptions")
         return used
 
     needed = core([z3.Not(safe_state(u, deadlock))])
@@ -352,8 +363,8 @@ def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock
     proof = z3.And(own.formula(u), *[u.prop_holds(p, 0) for p in kept], *clauses)
     failed = recheck(u, proof, deadlock, deadline)
     if failed:
-        raise DecodeError(f"the mined facts the cores name, with Spacer's clauses, do not "
-                          f"check: {failed}; this is a bug")
+        raise Unsingled(f"the mined facts the cores name, with Spacer's clauses, do not "
+                        f"check: {failed}")
     return kept
 
 
