@@ -613,6 +613,11 @@ def rebuild(x: Expr, args: list[Expr]) -> Expr:
     raise AssertionError(f"unknown op {op}")
 
 
+def slots_read(e: Expr) -> set[int]:
+    """The slots `e` reads, in either frame."""
+    return {x.slot for x in walk([e]) if x.op == "var"}
+
+
 def walk(roots: Iterable[Expr]) -> list[Expr]:
     """All nodes reachable from `roots`, children before parents, each once."""
     order: list[Expr] = []

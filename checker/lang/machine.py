@@ -75,6 +75,11 @@ class ActionInstance:
     write_checks: tuple[WriteCheck, ...] = ()
 
     @property
+    def writes(self) -> frozenset[int]:
+        """The slots the action assigns (every other slot keeps its value)."""
+        return frozenset(slot for slot, _ in self.updates)
+
+    @property
     def label(self) -> str:
         inner = ", ".join(f"{k}={param_text(v)}" for k, v in self.params)
         return f"{self.name}({inner})"

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from checker.backends.scalar import OutOfRange, evaluate
-from checker.lang.expr import BOOL, EnumType, Expr, const, indexed, walk
+from checker.lang.expr import BOOL, EnumType, Expr, const, indexed, slots_read
 from checker.lang.machine import Machine, Slot
 from checker.lang.types import Array
 from checker.traces.trace import Trace
@@ -302,7 +302,7 @@ def _text(machine: Machine, e: Expr) -> str:
 def _first_slot(e: Expr) -> float:
     """The first slot `e` reads (a constant reads none, so it goes last): operands of
     `==` are ordered by it, as node ids depend on what was built before."""
-    slots = [x.slot for x in walk([e]) if x.op == "var"]
+    slots = slots_read(e)
     return min(slots) if slots else float("inf")
 
 

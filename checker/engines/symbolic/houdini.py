@@ -23,7 +23,7 @@ from checker.backends.vector import compile_batch, dtype_for, slot_reader
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError, EvalError
-from checker.lang.expr import BOOL, Expr, walk
+from checker.lang.expr import BOOL, slots_read
 from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
 
@@ -83,7 +83,7 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
         solver.add(z3.Implies(lits[name], term))
     reads = {p.name: slots_read(p.expr) for p in pool}
     transitions = u.transitions(0)
-    writes = [{slot for slot, _ in a.updates} for a in machine.actions]
+    writes = [a.writes for a in machine.actions]
     explored = u.explored(1)
     concrete = _Concrete(machine, pool)
     alive = list(steps) + list(pre)
@@ -160,11 +160,6 @@ def _fell_line(fell: set[str], own: set[str]) -> str:
     others = sorted(fell - own)
     more = f" and {len(others) - SHOWN:,} more" if len(others) > SHOWN else ""
     return ", ".join(mine + others[:SHOWN]) + more
-
-
-def slots_read(e: Expr) -> set[int]:
-    """The slots `e` reads, in either frame."""
-    return {x.slot for x in walk([e]) if x.op == "var"}
 
 
 class _Concrete:

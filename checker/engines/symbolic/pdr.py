@@ -35,7 +35,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -56,7 +56,7 @@ from checker.engines.symbolic.options import BmcOptions, ProveOptions
 from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
-from checker.lang.machine import Machine, Property
+from checker.lang.machine import ActionInstance, Machine, Property
 from checker.progress import Heartbeat
 
 ENGINE = "pdr"
@@ -317,7 +317,7 @@ def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock
     fails, or if Z3 answers unknown."""
     mined = list(seeds.mined)
     own = Seeds(seeds.props, seeds.no_error)
-    s, t = u.state(0), u.state(1)
+    t = u.state(1)
     lits = {p.name: z3.Bool(f"seed:{p.name}") for p in mined}
     by_lit = {str(lit): name for name, lit in lits.items()}
     solver = new_solver()
@@ -342,20 +342,14 @@ def needed_mined(u: Unrolling, seeds: Seeds, clauses: list[z3.BoolRef], deadlock
     steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
     if steps:
         needed |= core([u.step(0), u.enc.domain(t), z3.Not(z3.And(steps))])
-    slot_of = {v.get_id(): j for j, v in enumerate(s)}
     by_name = {p.name: p for p in mined}
     # the spec's own seeds were proved with every mined one: their steps are goals too
     goals = conjuncts(own.formula(u)) + list(clauses) \
         + [u.prop_holds(by_name[n], 0) for n in sorted(needed)]
     while goals:
-        reads = [_slots(goal, slot_of) for goal in goals]
         found: set[str] = set()
-        for action, step in zip(u.machine.actions, u.transitions(0), strict=True):
-            writes = {slot for slot, _ in action.updates}
-            changed = [g for g, r in zip(goals, reads, strict=True) if not r.isdisjoint(writes)]
-            if changed:
-                after = z3.substitute(z3.And(changed), *zip(s, t, strict=True))
-                found |= core([u.no_error(0), step, u.admissible(1), z3.Not(after)])
+        for _, step, after in steps_changing(u, goals):
+            found |= core([u.no_error(0), step, u.admissible(1), z3.Not(after)])
         fresh = found - needed
         needed |= fresh
         goals = [u.prop_holds(by_name[n], 0) for n in sorted(fresh)]
@@ -402,23 +396,18 @@ def recheck(u: Unrolling, invariant: z3.BoolRef, deadlock: bool,
     properties, or "" when it is: initiation, safety, and consecution asked action by
     action over the clauses the action can change (those reading a slot it writes: the
     rest read the same values after it), one query each."""
-    s, t = u.state(0), u.state(1)
+    t = u.state(1)
     state = z3.And(invariant, u.admissible(0))
     steps = [u.step_prop_holds(p, 1) for p in u.machine.step_invariants]
     failed = _fails(deadline, "an initial state violates it",
                     [u.init(0), u.admissible(0), z3.Not(invariant)])
-    clauses = conjuncts(invariant)
-    slot_of = {v.get_id(): j for j, v in enumerate(s)}
-    reads = [_slots(clause, slot_of) for clause in clauses]
     stepping = new_solver()  # one solver: the 25,000 clauses of a seeded run, once
     stepping.add(state, u.no_error(0), u.admissible(1))
-    for action, step in zip(u.machine.actions, u.transitions(0), strict=True):
-        writes = {slot for slot, _ in action.updates}
-        changed = [c for c, r in zip(clauses, reads, strict=True) if not r.isdisjoint(writes)]
-        if changed and not failed:
-            after = z3.substitute(z3.And(changed), *zip(s, t, strict=True))
-            failed = _fails(deadline, f"a step leaves it ({action.label})",
-                            [step, z3.Not(after)], stepping)
+    for action, step, after in [] if failed else steps_changing(u, conjuncts(invariant)):
+        failed = _fails(deadline, f"a step leaves it ({action.label})",
+                        [step, z3.Not(after)], stepping)
+        if failed:
+            break
     failed = failed or _fails(deadline, "it allows a bad state",
                               [state, z3.Not(safe_state(u, deadlock))])
     if steps:
@@ -437,6 +426,21 @@ def _fails(deadline: Deadline, why: str, query: list[z3.BoolRef],
     answer = deadline.solve(solver, "checking Spacer's invariant")
     solver.pop()
     return "" if answer == z3.unsat else f"{why} (the solver says {answer})"
+
+
+def steps_changing(u: Unrolling, goals: list[z3.BoolRef]
+                   ) -> Iterator[tuple[ActionInstance, z3.BoolRef, z3.BoolRef]]:
+    """Each action instance whose step can change a goal (over s0): the action, its
+    step from s0 to s1, and the goals it can change, over s1. A goal reading no slot
+    the action writes reads the same values after it, so it is left out."""
+    s, t = u.state(0), u.state(1)
+    slot_of = {v.get_id(): j for j, v in enumerate(s)}
+    reads = [_slots(goal, slot_of) for goal in goals]
+    for action, step in zip(u.machine.actions, u.transitions(0), strict=True):
+        changed = [g for g, r in zip(goals, reads, strict=True)
+                   if not r.isdisjoint(action.writes)]
+        if changed:
+            yield action, step, z3.substitute(z3.And(changed), *zip(s, t, strict=True))
 
 
 def _slots(term: z3.ExprRef, slot_of: dict[int, int]) -> set[int]:
