@@ -47,7 +47,7 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
             expand: int = EXPANSION, one_at_a_time: bool = False) -> tuple[set[str], int]:
     """The largest subset of `props` that is inductive with one step, with the
     invariants, the step invariants and "no action errs" as members that may fall
-    like any candidate: returns (surviving names, rounds, one per counterexample).
+    like any candidate: returns (surviving names, rounds), a round per counterexample.
 
     Queries go action instance by action instance, in turn: is there a step of this
     one, from a state where every member alive holds, that breaks a member? Only
@@ -118,7 +118,9 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
 
     def counterexample(action: int) -> z3.ModelRef | None:
         names = breakable(action)
-        for asked in ([[n] for n in names] if one_at_a_time else [names] if names else []):
+        if not names:
+            return None
+        for asked in [[n] for n in names] if one_at_a_time else [names]:
             model = ask(action, asked)
             if model is not None:
                 return model
