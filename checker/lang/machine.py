@@ -154,6 +154,12 @@ class Machine:
     def n_slots(self) -> int:
         return len(self.slots)
 
+    def declared_names(self) -> list[str]:
+        """Every property's name (invariants, step invariants, constraints, lemmas,
+        liveness): lemmas printed for pasting into the spec must reuse none of them."""
+        return [p.name for p in self.invariants + self.step_invariants + self.constraints
+                + self.lemmas + self.liveness]
+
     def action_names(self) -> list[str]:
         seen: dict[str, None] = {}
         for a in self.actions:

@@ -106,22 +106,22 @@ def print_inferred(result: InferResult, spec_lemmas: bool) -> None:
             "those its unsat cores used"
         click.echo(f"# they prove every invariant (1-induction, checked apart from the "
                    f"search). The proof needs these {len(result.needed)} ({which}):\n")
-        click.echo(as_source(result.needed), nl=False)
+        click.echo(as_source(result.needed, result.first), nl=False)
         if result.others:
             click.echo(f"\n# also true and inductive, but not needed by the proof "
                        f"({len(result.others)}):\n")
-            click.echo(as_source(result.others, first=len(result.needed)), nl=False)
+            click.echo(as_source(result.others, result.first + len(result.needed)), nl=False)
     elif result.stuck is not None:
         state = ", ".join(f"{k}={v}" for k, v in result.stuck.state.items())
         click.echo(f"# no proof: no lemma rules out this state, from which one step breaks "
                    f"{result.stuck.goal} ({result.stuck.why}): {state}")
         click.echo(f"# the {len(result.survivors)} lemmas chosen until then:\n")
-        click.echo(as_source(result.survivors), nl=False)
+        click.echo(as_source(result.survivors, result.first), nl=False)
     else:
         which = "inductive ones" if result.search == "houdini" else "lemmas found"
         click.echo(f"# they do not prove {', '.join(result.dropped_invariants)}; the "
                    f"{len(result.survivors)} {which}:\n")
-        click.echo(as_source(result.survivors), nl=False)
+        click.echo(as_source(result.survivors, result.first), nl=False)
     if spec_lemmas:
         click.echo(f"# the spec's lemmas used: {', '.join(result.spec_lemmas_used) or 'none'}"
                    f"; not inductive with the rest: "
@@ -151,4 +151,4 @@ def _print_stopped(result: InferResult) -> None:
     click.echo(f"# {len(result.survivors):,} candidates still alive: {result.alive_note}. "
                f"They are not a proof.")
     click.echo()
-    click.echo(as_source(result.survivors), nl=False)
+    click.echo(as_source(result.survivors, result.first), nl=False)

@@ -53,7 +53,12 @@ from checker.engines.symbolic.infer.pipeline import (
     reachable_candidates,
 )
 from checker.engines.symbolic.options import BmcOptions, ProveOptions
-from checker.engines.symbolic.source import SourceWriter, Unwritable, lemma_block
+from checker.engines.symbolic.source import (
+    SourceWriter,
+    Unwritable,
+    first_free_number,
+    lemma_block,
+)
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
 from checker.lang.machine import ActionInstance, Machine, Property
@@ -80,6 +85,7 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         return ProofResult(outcome, 0, message, stats=stats, **more)  # type: ignore[arg-type]
 
     try:
+        taken = machine.declared_names()  # before the spec's lemmas are set aside
         seeds = Seeds([], False)
         if options.seed or options.mine:
             seeds = proved_seeds(machine, deadline, options.progress, options.seed,
@@ -131,12 +137,17 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             return done(UNKNOWN, f"Spacer's invariant does not check: {failed}; nothing is "
                                  f"proved (a bug in Z3 or in the encoding)")
         clauses = conjuncts(invariant)
-        lemmas, unwritten = as_lemmas(machine, u, clauses)
+        printed = as_lemmas(machine, u, clauses, taken)
+        lemmas = printed.source
         stats["invariant_clauses"] = len(clauses)
-        stats["unwritable_clauses"] = unwritten
-        note = "" if not unwritten else (
-            f"; {unwritten} of them the spec language cannot state (shown as comments: "
-            f"the other lemmas alone may not be inductive)")
+        stats["unwritable_clauses"] = printed.unwritten
+        stats["range_clauses"] = printed.ranges
+        note = "" if not printed.unwritten else (
+            f"; {printed.unwritten} of them the spec language cannot state (shown as "
+            f"comments: the other lemmas alone may not be inductive)")
+        if printed.ranges:
+            note += (f"; {printed.ranges} only restate slots' ranges, which the spec's "
+                     f"types give, and are not printed")
         if seeds.mined:
             try:
                 with Heartbeat(options.progress, "pdr: singling out the mined facts the "
@@ -148,7 +159,7 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
                          f"the lemmas printed are Spacer's alone")
             else:
                 stats["mined_seeds_needed"] = len(needed)
-                lemmas, _ = as_lemmas(machine, u, clauses, needed)
+                lemmas = as_lemmas(machine, u, clauses, taken, needed).source
                 note += (f"; the lemmas printed are the {len(needed):,} mined facts the "
                          f"proof needs" + (", then Spacer's" if clauses else ""))
         if (seeds.props or seeds.mined) and not clauses:
@@ -295,11 +306,8 @@ def mined_facts(machine: Machine, deadline: Deadline,
             progress(f"pdr: mining found {bad.name} violated; Spacer goes on unseeded")
         return []
     kept = [c for c in found.kept if len(c.clause) <= MINED_LITERALS]
-    taken = {p.name for p in machine.invariants + machine.lemmas + machine.step_invariants}
-    prefix = "Mined"  # Mined0, Mined1, ...: no name of the spec's may start so
-    while any(name.startswith(prefix) for name in taken):
-        prefix += "_"
-    return [Property(f"{prefix}{i}", c.expr, c.source) for i, c in enumerate(kept)]
+    first = first_free_number("Mined", machine.declared_names())
+    return [Property(f"Mined{first + i}", c.expr, c.source) for i, c in enumerate(kept)]
 
 
 class Unsingled(Exception):
@@ -466,30 +474,44 @@ def conjuncts(formula: z3.BoolRef) -> list[z3.BoolRef]:
     return [] if z3.is_true(formula) else [formula]
 
 
+class Lemmas(NamedTuple):
+    """Spacer's invariant as spec source, and what of it is not there as a lemma."""
+
+    source: str
+    unwritten: int  # clauses the spec language cannot state (shown as comments)
+    ranges: int  # clauses that only restate slots' ranges (the spec's types): left out
+
+
 def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef],
-              mined: list[Property] | None = None) -> tuple[str, int]:
+              taken: list[str], mined: list[Property] | None = None) -> Lemmas:
     """The invariant's clauses as lemmas to paste into the spec's build function, after
-    the `mined` facts it needs, and how many clauses the spec language cannot state
-    (each shown in Z3's syntax, as a comment)."""
+    the `mined` facts it needs, numbered past the names in `taken`."""
     writer = SourceWriter(machine, u.state(0))
     blocks = [lemma_block(p.name, "Mined from reachable states, proved by Houdini; found "
                                   "by ctmc prove --engine pdr --mine.", f"    return {p.doc}\n")
               for p in mined or []]
-    unwritten = 0
-    for i, clause in enumerate(clauses):
+    unwritten = ranges = 0
+    number = first_free_number("Pdr", taken)
+    for clause in clauses:
         try:
-            body = f"    return {writer.clause(clause)}\n"
+            text = writer.clause(clause)
         except Unwritable:
             unwritten += 1
             body = ("    # not in the spec language; in Z3's syntax:\n"
                     + "".join(f"    #   {line}\n" for line in str(clause).splitlines())
                     + "    return True\n")
-        blocks.append(lemma_block(f"Pdr{i}", "Found by ctmc prove --engine pdr.", body))
+        else:
+            if text == "True":  # e.g. an enum code at most its last member's
+                ranges += 1
+                continue
+            body = f"    return {text}\n"
+        blocks.append(lemma_block(f"Pdr{number}", "Found by ctmc prove --engine pdr.", body))
+        number += 1
     used = sorted({name for name in ("And", "Or", "Not", "Implies")
                    if any(f"{name}(" in block for block in blocks)})
     needs = f"# the spec module needs: from checker.lang import {', '.join(used)}\n" \
         if used else ""
-    return needs + "\n".join(blocks), unwritten
+    return Lemmas(needs + "\n".join(blocks), unwritten, ranges)
 
 
 def _figures(fp: z3.Fixedpoint) -> dict[str, float]:

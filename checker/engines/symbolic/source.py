@@ -12,7 +12,8 @@ cannot be written so (a large coefficient, an enum inside arithmetic) raises
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 
 import z3
 
@@ -27,6 +28,15 @@ def lemma_block(name: str, doc: str, body: str) -> str:
     `return`. `infer` and PDR print what they find this way, to paste into a build
     function."""
     return f"@m.lemma\ndef {name}(s):  # noqa: N802\n    \"\"\"{doc}\"\"\"\n{body}"
+
+
+def first_free_number(prefix: str, taken: Iterable[str]) -> int:
+    """Where lemmas named `prefix`0, 1, ... should start numbering so that none is a
+    name in `taken`: one past the highest such name there. A proof pasted into the
+    spec and found again is then numbered after it, and pastes without a clash."""
+    numbered = re.compile(re.escape(prefix) + r"(\d+)")
+    return max((int(m.group(1)) for name in taken if (m := numbered.fullmatch(name))),
+               default=-1) + 1
 
 
 class Unwritable(Exception):
@@ -57,12 +67,15 @@ class SourceWriter:
             inner_kind = inner.decl().kind() if z3.is_app(inner) else None
             if inner_kind in _NEGATED and not z3.is_bool(inner.children()[0]):
                 return self._compare(_NEGATED[inner_kind], *inner.children())
-            return f"Not({self.clause(inner)})"
+            text = self.clause(inner)
+            return _CONSTANT_NOT.get(text, f"Not({text})")
         if kind in (z3.Z3_OP_AND, z3.Z3_OP_OR):
-            word = "And" if kind == z3.Z3_OP_AND else "Or"
-            return f"{word}({', '.join(self.clause(a) for a in args)})"
+            return _junction(kind == z3.Z3_OP_AND, [self.clause(a) for a in args])
         if kind == z3.Z3_OP_IMPLIES:
-            return f"Implies({self.clause(args[0])}, {self.clause(args[1])})"
+            guard, then = self.clause(args[0]), self.clause(args[1])
+            if guard in _CONSTANT_NOT or then in _CONSTANT_NOT:
+                return _junction(False, [_CONSTANT_NOT.get(guard, f"Not({guard})"), then])
+            return f"Implies({guard}, {then})"
         if kind is not None and kind in _COMPARE and len(args) == 2:
             return self._compare(kind, args[0], args[1])
         raise Unwritable(str(e))
@@ -135,6 +148,21 @@ class SourceWriter:
         slot = self._slot(e)
         assert slot is not None
         return f"s.{slot.name}"
+
+
+_CONSTANT_NOT = {"True": "False", "False": "True"}
+
+
+def _junction(conjunction: bool, parts: list[str]) -> str:
+    """`And` (or `Or`) of the written `parts`, folding the constants an enum comparison
+    becomes when a slot's range decides it (`tm <= 2` over three members is `True`)."""
+    unit, zero = ("True", "False") if conjunction else ("False", "True")
+    if zero in parts:
+        return zero
+    parts = [p for p in parts if p != unit]
+    if len(parts) <= 1:
+        return parts[0] if parts else unit
+    return f"{'And' if conjunction else 'Or'}({', '.join(parts)})"
 
 
 _DISTINCT = z3.Z3_OP_DISTINCT  # `!=`, as a negated equality is written

@@ -37,7 +37,7 @@ from checker.engines.symbolic.houdini import NO_ERROR, HoudiniStopped, houdini
 from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
 from checker.engines.symbolic.infer.cti_search import SearchStopped, Stuck, strengthen
 from checker.engines.symbolic.infer.templates import Candidate, Pool
-from checker.engines.symbolic.source import lemma_block
+from checker.engines.symbolic.source import first_free_number, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
 from checker.lang.expr import BOOL
@@ -47,6 +47,7 @@ from checker.progress import Progress, Ticker
 FILTER_PHASE = "the reachable-state filter"
 PRUNE_PHASE = "dropping implied lemmas"
 SEARCHES = ("cti", "houdini")
+PREFIX = "Inferred"  # the lemmas found are Inferred0, 1, ... (see InferResult.first)
 MINIMISE_AT = 40  # more lemmas than this used by the proof: not made minimal (too slow)
 PRUNE_AT = 1000  # Houdini survivors tried for implication by the others, weakest first
 
@@ -87,6 +88,7 @@ class InferResult:
     unknown: str | None = None  # why the search stopped before its end (the timeout)
     alive_note: str = ""  # when stopped: what is known of `survivors`, the candidates alive
     unfiltered: int = 0  # stopped in the reachable-state filter: candidates not yet falsified
+    first: int = 0  # the lemmas are Inferred<first>, ...: past every name the spec has
     stats: dict = field(default_factory=dict)
 
 
@@ -168,9 +170,10 @@ def reachable_candidates(machine: Machine, options: InferOptions,
     return Reachable(pool.total, kept, pool.states, sampled, pool)
 
 
-def as_properties(kept: list[Candidate]) -> list[Property]:
-    """Candidates as the lemmas Houdini and `prove` work on, named Inferred0, 1, ..."""
-    return [Property(f"Inferred{i}", c.expr, c.source) for i, c in enumerate(kept)]
+def as_properties(kept: list[Candidate], first: int = 0) -> list[Property]:
+    """Candidates as the lemmas Houdini and `prove` work on, named Inferred<first>,
+    and on (`InferResult.first`: no name of the spec's)."""
+    return [Property(f"{PREFIX}{i}", c.expr, c.source) for i, c in enumerate(kept, first)]
 
 
 def _walk_states(machine: Machine, options: InferOptions, deadline: Deadline) -> np.ndarray:
@@ -205,7 +208,8 @@ def infer(machine: Machine, options: InferOptions) -> InferResult:
         raise CheckerError(f"infer: unknown search {options.search!r} "
                            f"(one of {', '.join(SEARCHES)})")
     deadline = Deadline(options.timeout, options.started)
-    out = InferResult(0, 0, [], 0, False, proves=False, search=options.search)
+    out = InferResult(0, 0, [], 0, False, proves=False, search=options.search,
+                      first=first_free_number(PREFIX, machine.declared_names()))
     try:
         _infer(machine, options, deadline, out)
     except OutOfTime as stopped:
@@ -246,7 +250,7 @@ def _infer(machine: Machine, options: InferOptions, deadline: Deadline,
     if found_lemmas is None:
         return
     own_alive = [p for p in own if p.name not in out.spec_lemmas_dropped]
-    inferred = as_properties(found_lemmas)
+    inferred = as_properties(found_lemmas, out.first)
     lemmas = own_alive + inferred
     proof = _prove(dataclasses.replace(machine, lemmas=lemmas), prove_options, deadline,
                    "the proof with the lemmas found")
@@ -297,7 +301,7 @@ def _by_houdini(machine: Machine, kept: list[Candidate], own: list[Property],
                 out: InferResult) -> list[Candidate] | None:
     """Houdini's survivors without those the others imply, or None when an invariant
     fell (the candidates cannot prove it)."""
-    inferred = as_properties(kept)
+    inferred = as_properties(kept, out.first)
     try:
         alive, rounds = houdini(machine, own + inferred, deadline, options.progress)
     except HoudiniStopped as stop:
@@ -400,9 +404,9 @@ def minimal_proof(machine: Machine, lemmas: list[Property], core: list[str],
     return needed
 
 
-def as_source(cands: list[Candidate], prefix: str = "Inferred", first: int = 0) -> str:
+def as_source(cands: list[Candidate], first: int = 0) -> str:
     """Lemmas as spec source to paste into a build function (`m` is the builder),
     numbered from `first`."""
-    return "\n".join(lemma_block(f"{prefix}{i}", "Inferred by ctmc infer.",
+    return "\n".join(lemma_block(f"{PREFIX}{i}", "Inferred by ctmc infer.",
                                  f"    return {c.source}\n")
                      for i, c in enumerate(cands, first))
