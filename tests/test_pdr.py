@@ -301,3 +301,19 @@ def test_the_spacer_variants_bench_runs_each_form_to_a_checked_proof() -> None:
     assert [(r[0], r[1], r[2]) for r in rows] == [("mutex", form, "proved")
                                                   for form in ("int", "bv", "mined")]
     assert rows[2][-2:] == ["77", "seeds"]  # mined: facts Houdini proved, handed to Spacer
+
+
+def test_the_lemma_needs_bench_leaves_out_each_lemma_in_turn() -> None:
+    """`bench/spacer_lemma_needs.py` (decision 0026's table of what Spacer does not
+    find): a row with every lemma, one without each, one without any. At 2 requests
+    Spacer proves the tracker from any of them; with every lemma it adds nothing."""
+    from checker.models import build_machine, load_model
+    names = [p.name for p in build_machine(load_model("tracker_small"), {"requests": "2"},
+                                           proof=True).lemmas]
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "spacer_lemma_needs.py"),
+                          "tracker_small", "--set", "requests=2", "--timeout", "120"],
+                         capture_output=True, text=True, timeout=900, check=True).stdout
+    rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()[2:]}
+    assert list(rows) == ["nothing", *names, "every lemma"]
+    assert all(row[0] == "proved" for row in rows.values()), out
+    assert rows["nothing"][-1] == "0" and int(rows["every lemma"][-1]) > 0
