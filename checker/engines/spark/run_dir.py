@@ -75,6 +75,11 @@ class Progress:
     seconds: float = 0.0  # wall time of the runs that got here
     levels: list[dict[str, Any]] = field(default_factory=list)  # per level: timings, bytes
 
+    @classmethod
+    def none_yet(cls, n_actions: int) -> Progress:
+        """Before level 0: nothing counted for any of the `n_actions` instances."""
+        return cls(enabled=[0] * n_actions, new_states=[0] * n_actions)
+
     @property
     def durable(self) -> int:
         """The last durable level, -1 before level 0 is recorded."""
@@ -277,7 +282,7 @@ def resume(path: str | os.PathLike, identity: dict[str, Any],
     killed run left unfinished beyond them. Nothing is removed unless all verify."""
     run = inspect(path, identity, partitions)
     levels = _level_folders(run.path)
-    progress = Progress(enabled=[0] * n_actions, new_states=[0] * n_actions)
+    progress = Progress.none_yet(n_actions)
     recorded = [k for k, folder in levels.items() if (folder / RECORD).exists()]
     durable = max(recorded, default=-1)
     run_sizes: dict[int, dict[str, int]] = {}

@@ -187,7 +187,7 @@ def check(machine: Machine, options: SparkOptions | None = None,
                                             partitions, A)
         elif not options.resume:
             run_dir = spark_run_dir.create(path, identity, partitions)
-            progress = Progress(enabled=[0] * A, new_states=[0] * A)
+            progress = Progress.none_yet(A)
         kernel = Kernel(machine)
         canon = None
         if ref.symmetry:
@@ -226,7 +226,7 @@ def _remote_run(spark: SparkSession, url: str, local: Path, options: SparkOption
         else:
             remote.start()
             run_dir = spark_run_dir.create(local, identity, partitions)
-            progress = Progress(enabled=[0] * n_actions, new_states=[0] * n_actions)
+            progress = Progress.none_yet(n_actions)
     except CheckerError as exc:  # name the run directory as the user did
         raise CheckerError(str(exc).replace(str(local.resolve()), url)
                            .replace(str(local), url)) from None
