@@ -9,7 +9,7 @@ second, two workers over one). Verdicts must agree; a disagreement stops the
 bench. A model out of reach without symmetry (`engine.full_search = false`) is
 not searched in full: its first columns say "-".
 
-    python bench/reach.py                          # every holds model (several minutes)
+    python bench/reach.py                          # every holds model (over 15 minutes on 2 cores)
     python bench/reach.py log_driven_core v1_core  # just these
 """
 
