@@ -137,7 +137,22 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             return done(UNKNOWN, f"Spacer's invariant does not check: {failed}; nothing is "
                                  f"proved (a bug in Z3 or in the encoding)")
         clauses = conjuncts(invariant)
-        printed = as_lemmas(machine, u, clauses, taken)
+        needed: list[Property] = []
+        mined_note = ""
+        if seeds.mined:
+            try:
+                with Heartbeat(options.progress, "pdr: singling out the mined facts the "
+                                                 "proof needs"):
+                    needed = needed_mined(u, seeds, clauses, options.deadlock, deadline)
+            except (OutOfTime, Unsingled) as exc:
+                why = "the deadline passed" if isinstance(exc, OutOfTime) else str(exc)
+                mined_note = (f"; the mined facts it needs were not singled out ({why}), "
+                              f"so the lemmas printed are Spacer's alone")
+            else:
+                stats["mined_seeds_needed"] = len(needed)
+                mined_note = (f"; the lemmas printed are the {len(needed):,} mined facts "
+                              f"the proof needs" + (", then Spacer's" if clauses else ""))
+        printed = as_lemmas(machine, u, clauses, taken, needed)
         lemmas = printed.source
         stats["invariant_clauses"] = len(clauses)
         stats["unwritable_clauses"] = printed.unwritten
@@ -148,20 +163,7 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         if printed.ranges:
             note += (f"; {printed.ranges} only restate slots' ranges, which the spec's "
                      f"types give, and are not printed")
-        if seeds.mined:
-            try:
-                with Heartbeat(options.progress, "pdr: singling out the mined facts the "
-                                                 "proof needs"):
-                    needed = needed_mined(u, seeds, clauses, options.deadlock, deadline)
-            except (OutOfTime, Unsingled) as exc:
-                why = "the deadline passed" if isinstance(exc, OutOfTime) else str(exc)
-                note += (f"; the mined facts it needs were not singled out ({why}), so "
-                         f"the lemmas printed are Spacer's alone")
-            else:
-                stats["mined_seeds_needed"] = len(needed)
-                lemmas = as_lemmas(machine, u, clauses, taken, needed).source
-                note += (f"; the lemmas printed are the {len(needed):,} mined facts the "
-                         f"proof needs" + (", then Spacer's" if clauses else ""))
+        note += mined_note
         if (seeds.props or seeds.mined) and not clauses:
             return done(PROVED, f"the {seeds.describe()} proved first prove every "
                                 f"property: Spacer added nothing (checked again with a "
@@ -483,13 +485,13 @@ class Lemmas(NamedTuple):
 
 
 def as_lemmas(machine: Machine, u: Unrolling, clauses: list[z3.BoolRef],
-              taken: list[str], mined: list[Property] | None = None) -> Lemmas:
+              taken: list[str], mined: list[Property]) -> Lemmas:
     """The invariant's clauses as lemmas to paste into the spec's build function, after
     the `mined` facts it needs, numbered past the names in `taken`."""
     writer = SourceWriter(machine, u.state(0))
     blocks = [lemma_block(p.name, "Mined from reachable states, proved by Houdini; found "
                                   "by ctmc prove --engine pdr --mine.", f"    return {p.doc}\n")
-              for p in mined or []]
+              for p in mined]
     unwritten = ranges = 0
     number = first_free_number("Pdr", taken)
     for clause in clauses:
