@@ -301,3 +301,26 @@ def test_sampled_states_never_give_a_false_proof(capsys) -> None:
             assert "# no proof: no lemma rules out this state, from which one step breaks " \
                    f"the invariants ({result.stuck.why}): rm[0]=" in out
         assert "they prove" not in out
+
+
+def test_random_walks_reach_only_reachable_states_and_repeat() -> None:
+    """The walks the filter samples when BFS would be too big, taken by the kernel a
+    step at a time: every state they visit is one BFS reaches (the naive oracle's set),
+    they visit more than the initial states, and the same seed visits the same ones.
+    (The oracle is `_reachable`: the scalar backend's plain breadth-first walk.)"""
+    from checker.engines.symbolic.deadline import Deadline
+    from checker.engines.symbolic.infer.pipeline import _walk_states
+
+    machine = _example("two_phase_commit", "tpc")
+    reachable = set(_reachable(machine))
+
+    def walked(seed: int) -> list[tuple[int, ...]]:
+        read, n = _walk_states(machine, InferOptions(walks=50, walk_steps=12, seed=seed),
+                               Deadline(None))
+        columns = [read(s.index) for s in machine.slots]
+        return [tuple(int(c[i]) for c in columns) for i in range(n)]
+
+    states = walked(7)
+    assert len(states) == len(set(states))
+    assert set(states) <= reachable and len(states) > len(machine.init_states)
+    assert walked(7) == states and walked(8) != states

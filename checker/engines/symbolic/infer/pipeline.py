@@ -19,7 +19,6 @@ among them (and made from the states) until the invariants are inductive.
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,8 +27,8 @@ import numpy as np
 import z3
 
 from checker.backends.scalar import ScalarMachine
-from checker.backends.vector import slot_reader
 from checker.engines.explicit.bfs import BfsOptions, check
+from checker.engines.explicit.successors import Kernel
 from checker.engines.result import UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
@@ -40,7 +39,6 @@ from checker.engines.symbolic.infer.templates import Candidate, Pool
 from checker.engines.symbolic.source import first_free_number, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
-from checker.lang.expr import BOOL
 from checker.lang.machine import Machine, Property
 from checker.progress import Progress, Ticker
 
@@ -158,10 +156,8 @@ def reachable_candidates(machine: Machine, options: InferOptions,
             pool = Pool(machine, keep=options.search == "cti")
             say(f"more than {options.max_states:,} reachable states: {options.walks:,} "
                 "random walks instead")
-            rows = _walk_states(machine, options, deadline)
-            bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
-            pool.see_all(slot_reader(rows, bools, np.dtype(np.int64)), len(rows),
-                         lambda: deadline.check(FILTER_PHASE))
+            read, n = _walk_states(machine, options, deadline)
+            pool.see_all(read, n, lambda: deadline.check(FILTER_PHASE))
     except OutOfTime as out:
         raise FilterStopped(out.phase, pool.not_falsified(), pool.states) from None
     kept = pool.candidates()
@@ -176,25 +172,39 @@ def as_properties(kept: list[Candidate], first: int = 0) -> list[Property]:
     return [Property(f"{PREFIX}{i}", c.expr, c.source) for i, c in enumerate(kept, first)]
 
 
-def _walk_states(machine: Machine, options: InferOptions, deadline: Deadline) -> np.ndarray:
-    """States of seeded random walks, as an (n, slots) array."""
-    rng = random.Random(options.seed)
+def _walk_states(machine: Machine, options: InferOptions, deadline: Deadline
+                 ) -> tuple[Callable[[int], np.ndarray], int]:
+    """The distinct states of `options.walks` seeded random walks of `walk_steps`
+    steps, all taken together a step at a time by the explicit engine's kernel (each
+    walk moves to one of its state's successors, drawn uniformly; a walk with none
+    ends): a reader of their slots, and how many there are."""
+    rng = np.random.default_rng(options.seed)
+    kernel = Kernel(machine)
     scalar = ScalarMachine(machine)
-    inits = [s for s in machine.init_states if scalar.within_constraints(s)]
-    seen: dict[tuple[int, ...], None] = {}
-    ticker = Ticker(options.progress, lambda n: f"random walks: {n:,} of {options.walks:,}")
-    for _ in range(options.walks):
+    inits = kernel.layout.pack_states([s for s in machine.init_states
+                                       if scalar.within_constraints(s)])
+    walkers = [w[rng.integers(len(inits[0]), size=options.walks)] for w in inits]
+    seen = [list(inits)]
+    ticker = Ticker(options.progress, lambda n: f"random walks: step {n:,} of "
+                                                f"{options.walk_steps:,}")
+    for _ in range(options.walk_steps):
         deadline.check(FILTER_PHASE)
         ticker.tick()
-        state = rng.choice(inits)
-        seen.setdefault(state, None)
-        for _ in range(options.walk_steps):
-            succ = [t for _, t in scalar.successors(state) if scalar.within_constraints(t)]
-            if not succ:
-                break
-            state = rng.choice(succ)
-            seen.setdefault(state, None)
-    return np.array(list(seen), dtype=np.int64)
+        exp = kernel.expand(walkers, 0, False)
+        if not len(exp.gen):
+            break
+        parent = exp.gen // kernel.n_actions  # the walk each successor continues
+        order = np.argsort(parent, kind="stable")
+        counts = np.bincount(parent, minlength=len(walkers[0]))
+        going = np.flatnonzero(counts)
+        starts = np.concatenate(([0], np.cumsum(counts)))[going]
+        chosen = order[starts + (rng.random(len(going)) * counts[going]).astype(np.int64)]
+        walkers = [w[chosen] for w in exp.words]
+        seen.append(walkers)
+    words = [np.concatenate(column) for column in zip(*seen, strict=True)]
+    _, first = np.unique(kernel.layout.fingerprints(words), return_index=True)
+    words = [w[np.sort(first)] for w in words]
+    return kernel.reader(words), len(words[0])
 
 
 # --- the whole pipeline ---------------------------------------------------------------
