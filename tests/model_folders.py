@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,13 @@ def write_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, models: dict[s
         (folder / f"{name}.toml").write_text(text)
     monkeypatch.chdir(tmp_path)
     return folder
+
+
+def ctmc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The installed `ctmc` command run in `cwd`, as a user runs it (a process of its
+    own)."""
+    return subprocess.run([sys.executable, "-m", "ctmc", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=600)
 
 
 def run_cli(models: Path, *args: str) -> Result:

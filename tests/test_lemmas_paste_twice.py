@@ -7,22 +7,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from checker.engines.symbolic.induction import PROVED
-from tests.model_folders import paste_lemmas
+from tests.model_folders import ctmc, paste_lemmas
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALL_IMPORTS = "from checker.lang import And, Implies, Not, Or"
-
-
-def ctmc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ctmc", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
 
 
 def _found(command: list[str], work: Path) -> str:

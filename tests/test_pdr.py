@@ -28,15 +28,10 @@ from checker.engines.symbolic.source import SourceWriter, Unwritable
 from checker.engines.symbolic.unroll import Unrolling
 from checker.models import build_machine, load_model
 from checker.run import BfsOptions, run
-from tests.model_folders import paste_lemmas
+from tests.model_folders import ctmc, paste_lemmas
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-
-
-def ctmc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ctmc", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
 
 
 def _machine(folder: str, name: str):
