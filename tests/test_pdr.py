@@ -312,3 +312,18 @@ def test_the_lemma_needs_bench_leaves_out_each_lemma_in_turn() -> None:
     assert list(rows) == ["nothing", *names, "every lemma"]
     assert all(row[0] == "proved" for row in rows.values()), out
     assert rows["nothing"][-1] == "0" and int(rows["every lemma"][-1]) > 0
+
+
+def test_the_houdini_images_bench_finds_one_fixpoint_both_ways() -> None:
+    """`bench/houdini_images.py` (decision 0026): with and without images, Houdini on
+    the mined pool keeps the same members (the same digest), and with them it takes
+    fewer rounds."""
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "houdini_images.py"),
+                          "tracker_small", "--set", "requests=2", "--set", "max_ts=2"],
+                         capture_output=True, text=True, timeout=900, check=True).stdout
+    rows = [line.replace(",", "").split() for line in out.splitlines()[1:3]]
+    (_, pool, images, rounds, survive, digest, _), plain = rows
+    assert images == "8" and plain[2] == "0" and pool == plain[1]
+    assert (survive, digest) == (plain[4], plain[5]) and int(survive) < int(pool)
+    assert int(rounds) < int(plain[3]), out
+    assert "as fast" in out.splitlines()[3]

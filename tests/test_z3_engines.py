@@ -17,7 +17,7 @@ from checker.engines.result import HOLDS, VIOLATED
 from checker.engines.symbolic.bmc import BmcOptions, bmc
 from checker.engines.symbolic.induction import NOT_INDUCTIVE, PROVED, ProveOptions, prove
 from checker.engines.symbolic.infer import InferOptions, as_source, infer
-from checker.lang import Implies, Int, Spec, require
+from checker.lang import And, Array, Implies, Int, Or, Spec, require
 from checker.models import build_machine, load_model
 from checker.traces.itf import write_trace
 from checker.traces.replay import check_trace
@@ -255,6 +255,103 @@ def test_houdini_action_by_action_reaches_the_naive_fixpoint() -> None:
     assert {p.name for p in lemmas} <= oracle  # the spec's lemmas prove themselves
     pool = len(props) + len(machine.invariants) + len(machine.step_invariants) + 1
     assert len(oracle) < pool  # and some candidates fell
+
+
+def _climbers() -> Spec:
+    """Two interchangeable counters: one may start (only while both are 0), then climb
+    to 3. Reachable: (0, 0), (1..3, 0), (0, 1..3). Lemmas: each counter stays below 3
+    (both fall) and one of them is 0 (holds)."""
+    spec = Spec("climbers", "interchangeable counters, one of which climbs")
+
+    @spec.build
+    def _build(m, p):
+        m.var("x", Array(Int(0, 3), 2), init=0)
+        m.scalarset("Member", 2, index={"x": 0})
+
+        @m.action(i=range(2))
+        def begin(s, i):
+            require(s.x[0] + s.x[1] == 0)
+            s.x[i] = 1
+
+        @m.action(i=range(2))
+        def climb(s, i):
+            require(And(s.x[i] >= 1, s.x[i] < 3))
+            s.x[i] = s.x[i] + 1
+
+        @m.lemma
+        def FirstBelow3(s):  # noqa: N802
+            return s.x[0] <= 2
+
+        @m.lemma
+        def SecondBelow3(s):  # noqa: N802
+            return s.x[1] <= 2
+
+        @m.lemma
+        def OneIsZero(s):  # noqa: N802
+            return Or(s.x[0] == 0, s.x[1] == 0)
+
+    return spec
+
+
+def test_houdini_images_under_the_symmetry_drop_a_fact_and_its_mirror_in_one_round(
+        monkeypatch) -> None:
+    """The only counterexamples start at (2, 0) or (0, 2), and the runs from one reach
+    only its own counter's 3: its image under the swap starts a run that breaks the
+    other counter's lemma in the same round. Without images, that takes a second."""
+    import dataclasses
+
+    from checker.engines.symbolic import houdini as module
+
+    machine = _climbers().instantiate()
+    lemmas = machine.lemmas
+    machine = dataclasses.replace(machine, lemmas=[])
+    moved = module.houdini(machine, lemmas, None, None)
+    monkeypatch.setattr(module, "MOVED", 0)
+    plain = module.houdini(machine, lemmas, None, None)
+    survivors = {"OneIsZero", module.NO_ERROR}
+    assert moved == (survivors, 1) and plain == (survivors, 2)
+    assert survivors == _greatest_inductive_subset(machine, lemmas)
+
+
+def _lopsided() -> Spec:
+    """Two counters declared interchangeable (wrongly: only the first moves), with a
+    lemma that holds (the second stays 0) and one that falls (the first stays below 2)."""
+    spec = Spec("lopsided", "a wrong scalarset")
+
+    @spec.build
+    def _build(m, p):
+        m.var("x", Array(Int(0, 2), 2), init=0)
+        m.scalarset("Member", 2, index={"x": 0})
+
+        @m.action
+        def bump(s):
+            require(s.x[0] < 2)
+            s.x[0] = s.x[0] + 1
+
+        @m.lemma
+        def SecondStays(s):  # noqa: N802
+            return s.x[1] == 0
+
+        @m.lemma
+        def FirstBelowTwo(s):  # noqa: N802
+            return s.x[0] <= 1
+
+    return spec
+
+
+def test_houdini_runs_only_images_that_satisfy_every_member_alive() -> None:
+    """Under a wrong symmetry declaration the image of the counterexample's first state
+    (1, 0) is (0, 1), where SecondStays is already false: run from there, it would fall.
+    Images are judged first, so the fixpoint is the naive one."""
+    import dataclasses
+
+    from checker.engines.symbolic.houdini import NO_ERROR, houdini
+
+    machine = _lopsided().instantiate()
+    lemmas = machine.lemmas
+    machine = dataclasses.replace(machine, lemmas=[])
+    alive, _ = houdini(machine, lemmas, None, None)
+    assert alive == _greatest_inductive_subset(machine, lemmas) == {"SecondStays", NO_ERROR}
 
 
 # --- the command line ----------------------------------------------------------------

@@ -26,6 +26,7 @@ from checker.errors import CheckerError, EvalError
 from checker.lang.expr import BOOL, slots_read
 from checker.lang.machine import Machine, Property
 from checker.progress import Heartbeat
+from checker.symmetry.group import SymmetryGroup
 
 GROUP = 64  # members compiled and evaluated together
 
@@ -40,6 +41,8 @@ class HoudiniStopped(OutOfTime):
 
 NO_ERROR = "(no action errs)"
 EXPANSION = 2000  # states run from each Houdini counterexample's first state
+JUDGED = 4096  # states judged together
+MOVED = 8  # images of that state under the spec's symmetry, whose successors are judged too
 
 
 def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
@@ -62,8 +65,12 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
     alive. Every state reachable from it then satisfies the greatest inductive
     subset, so whatever falls in any of them (up to `expand` states, run by the
     scalar backend and judged in NumPy batches) is dropped in the same round: the
-    result is the same fixpoint, in fewer solver calls. Raises HoudiniStopped, with
-    the members still alive, when the deadline passes.
+    result is the same fixpoint, in fewer solver calls. So is whatever falls from the
+    first state's images under the spec's symmetry (scalarsets) that satisfy every
+    member alive, as any such state does: where the first state broke a fact about
+    member 2, its image with members 2 and 5 swapped breaks the same fact about 5,
+    so a round drops most of an orbit, not one fact of it. Raises HoudiniStopped,
+    with the members still alive, when the deadline passes.
 
     `one_at_a_time` asks, within each action, each member's query in turn, as `prove`
     asks its goals (decision 0024): more queries, each far easier, which pays for a
@@ -141,7 +148,7 @@ def houdini(machine: Machine, props: list[Property], deadline: Deadline | None,
                 steps[n] if n in steps else post[n], model_completion=True))
                 and (n in steps or on)}
             start = u.decode(model, 0)[0]
-            fell |= concrete.falls_from(start, set(alive) - fell, expand, deadline)
+            fell |= concrete.falls_around(start, set(alive) - fell, expand, deadline)
             alive = [n for n in alive if n not in fell]
             if progress:
                 named = _fell_line(fell, own)
@@ -172,15 +179,55 @@ class _Concrete:
         self.actions = machine.actions
         self.names = [p.name for p in pool]
         self.filter = _Filter(machine, pool)
+        self.group = SymmetryGroup(machine) if machine.scalarsets else None
+        self.rng = np.random.default_rng(0)  # the same images, hence rounds, every run
+
+    def falls_around(self, start: tuple[int, ...], alive: set[str], budget: int,
+                     deadline: Deadline) -> set[str]:
+        """`falls_from` from `start`, then from the successors of MOVED random images
+        of it under the symmetry, those images that satisfy every member of `alive`
+        still standing (any state that does is as good a start), judged together."""
+        fell = self.falls_from(start, alive, budget, deadline)
+        left = alive - fell
+        self.filter.alive[:] = [n in left for n in self.names]
+        images = [m for m in self._images(start) if self.scalar.within_constraints(m)] \
+            if budget else []
+        broken = self.filter.breaking(images) if images else []
+        successors = []
+        for image, bad in zip(images, broken, strict=True):
+            if bad:
+                continue
+            try:
+                after = [nxt for a in self.actions
+                         if (nxt := self.scalar.step(image, a)) is not None]
+            except EvalError:  # no start a counterexample could have had: an action errs
+                continue
+            for nxt in after:
+                fell.update(n for n in self.scalar.violated_step_invariants(image, nxt)
+                            if n in left)
+            successors += [nxt for nxt in after if self.scalar.within_constraints(nxt)]
+        if successors:
+            fell.update(self.names[i] for i in self.filter.see_rows(successors))
+        return fell & alive
+
+    def _images(self, state: tuple[int, ...]) -> list[tuple[int, ...]]:
+        if self.group is None:
+            return []
+        sizes = [len(s.members) for s in self.group.scalarsets]
+        elements = [self.group.element(tuple(tuple(int(i) for i in self.rng.permutation(n))
+                                             for n in sizes)) for _ in range(MOVED)]
+        return [self.group.apply(e, state) for e in elements]
 
     def falls_from(self, start: tuple[int, ...], alive: set[str], budget: int,
                    deadline: Deadline) -> set[str]:
         """Members of `alive` some state (or step) reachable from `start` falsifies,
         exploring breadth-first up to `budget` states (fewer when the deadline passes:
-        what fell so far is as true). `start` must satisfy all of `alive`."""
+        what fell so far is as true). `start` must satisfy all of `alive`. States are
+        judged JUDGED at a time, not level by level: where a clock ticks, levels hold a
+        few states each, and a call costs the same for one state as for thousands."""
         fell: set[str] = set()
         self.filter.alive[:] = [n in alive for n in self.names]
-        seen, frontier = {start}, [start]
+        seen, frontier, unjudged = {start}, [start], []
         while frontier and len(seen) < budget and not deadline.expired():
             level = []
             for state in frontier:
@@ -196,9 +243,13 @@ class _Concrete:
                             level.append(nxt)
                     except EvalError:
                         fell.add(NO_ERROR)  # an action or property errs from a reachable state
-            if level:
-                fell.update(self.names[i] for i in self.filter.see_rows(level))
+            unjudged += level
+            if len(unjudged) >= JUDGED:
+                fell.update(self.names[i] for i in self.filter.see_rows(unjudged))
+                unjudged = []
             frontier = level
+        if unjudged:
+            fell.update(self.names[i] for i in self.filter.see_rows(unjudged))
         return fell & alive
 
 
@@ -215,6 +266,13 @@ class _Filter:
         self._bools = {s.index for s in machine.slots if s.leaf.sort == BOOL}
         self.states = 0
 
+    def _compiled(self, g: int) -> Callable:
+        fn = self._fns.get(g)
+        if fn is None:
+            exprs = [self.props[i].expr for i in self.groups[g]]
+            fn = self._fns[g] = compile_batch(exprs, dtype_for(exprs), f"cands_{g}")
+        return fn
+
     def see(self, read: Callable[[int], np.ndarray], n: int) -> list[int]:
         """Judge n states (slot j read by `read(j)`); returns the candidates that fell."""
         self.states += n
@@ -223,16 +281,25 @@ class _Filter:
             live = [i for i in members if self.alive[i]]
             if not live:
                 continue
-            fn = self._fns.get(g)
-            if fn is None:
-                exprs = [self.props[i].expr for i in members]
-                fn = self._fns[g] = compile_batch(exprs, dtype_for(exprs), f"cands_{g}")
-            outs = fn(read, read)
+            outs = self._compiled(g)(read, read)
             for i, out in zip(members, outs, strict=True):
                 if self.alive[i] and not np.all(out):
                     self.alive[i] = False
                     fell.append(i)
         return fell
+
+    def breaking(self, states: list[tuple[int, ...]]) -> list[bool]:
+        """Whether each state falsifies a member alive (none is dropped)."""
+        rows = np.asarray(states, dtype=np.int64)
+        read = slot_reader(rows, self._bools, np.dtype(np.int64))
+        bad = np.zeros(len(rows), dtype=bool)
+        for g, members in enumerate(self.groups):
+            live = [k for k, i in enumerate(members) if self.alive[i]]
+            if live:
+                outs = self._compiled(g)(read, read)
+                for k in live:
+                    bad |= ~np.broadcast_to(np.asarray(outs[k], dtype=bool), bad.shape)
+        return bad.tolist()
 
     def see_rows(self, states: list[tuple[int, ...]]) -> list[int]:
         """Judge concrete states, one per row; returns the members that fell."""
