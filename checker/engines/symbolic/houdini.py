@@ -197,18 +197,32 @@ class _Concrete:
         for image, bad in zip(images, broken, strict=True):
             if bad:
                 continue
-            try:
-                after = [nxt for a in self.actions
-                         if (nxt := self.scalar.step(image, a)) is not None]
-            except EvalError:  # no start a counterexample could have had: an action errs
-                continue
-            for nxt in after:
-                fell.update(n for n in self.scalar.violated_step_invariants(image, nxt)
-                            if n in left)
-            successors += [nxt for nxt in after if self.scalar.within_constraints(nxt)]
+            broke: set[str] = set()
+            after, erred = self._successors(image, left, broke)
+            if not erred:  # an action erring there: no start Z3 could have had
+                fell |= broke
+                successors += after
         if successors:
             fell.update(self.names[i] for i in self.filter.see_rows(successors))
         return fell & alive
+
+    def _successors(self, state: tuple[int, ...], alive: set[str], fell: set[str]
+                    ) -> tuple[list[tuple[int, ...]], bool]:
+        """`state`'s successors within the constraints, and whether an action (or a step
+        property) errs there; the step members of `alive` a step breaks join `fell`."""
+        after, erred = [], False
+        for action in self.actions:
+            try:
+                nxt = self.scalar.step(state, action)
+                if nxt is None:
+                    continue
+                fell.update(n for n in self.scalar.violated_step_invariants(state, nxt)
+                            if n in alive)
+                if self.scalar.within_constraints(nxt):
+                    after.append(nxt)
+            except EvalError:
+                erred = True
+        return after, erred
 
     def _images(self, state: tuple[int, ...]) -> list[tuple[int, ...]]:
         if self.group is None:
@@ -231,18 +245,13 @@ class _Concrete:
         while frontier and len(seen) < budget and not deadline.expired():
             level = []
             for state in frontier:
-                for action in self.actions:
-                    try:
-                        nxt = self.scalar.step(state, action)
-                        if nxt is None:
-                            continue
-                        fell.update(n for n in self.scalar.violated_step_invariants(state, nxt)
-                                    if n in alive)
-                        if nxt not in seen and self.scalar.within_constraints(nxt):
-                            seen.add(nxt)
-                            level.append(nxt)
-                    except EvalError:
-                        fell.add(NO_ERROR)  # an action or property errs from a reachable state
+                after, erred = self._successors(state, alive, fell)
+                if erred:  # an action or property errs in a reachable state
+                    fell.add(NO_ERROR)
+                for nxt in after:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        level.append(nxt)
             unjudged += level
             if len(unjudged) >= JUDGED:
                 fell.update(self.names[i] for i in self.filter.see_rows(unjudged))
