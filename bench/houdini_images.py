@@ -27,8 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from checker.engines.symbolic import houdini as module  # noqa: E402
 from checker.engines.symbolic.deadline import Deadline  # noqa: E402
-from checker.engines.symbolic.pdr import InitialStates, mined_facts  # noqa: E402
-from checker.engines.symbolic.unroll import Unrolling  # noqa: E402
+from checker.engines.symbolic.pdr import initial_pool  # noqa: E402
 from checker.lang.machine import Machine, Property  # noqa: E402
 from checker.models import build_machine, load_model  # noqa: E402
 
@@ -40,16 +39,12 @@ MODELS = {  # name: overrides of its [proof.params]
 
 
 def mined_pool(name: str, overrides: dict[str, str]) -> tuple[Machine, list[Property]]:
-    """The machine (its invariants those true initially) and the mined facts true in
-    every initial state: what `prove --engine pdr --mine` hands Houdini."""
+    """What `prove --engine pdr --mine` hands Houdini: the machine (its invariants
+    those true initially) and the mined facts true in every initial state."""
     machine = dataclasses.replace(build_machine(load_model(name), overrides or None,
                                                 proof=True), lemmas=[])
-    deadline = Deadline(None)
-    initial = InitialStates(Unrolling(machine, deadline=deadline), deadline)
-    holding = initial.holding(machine.invariants + mined_facts(machine, deadline, None))
-    named = {p.name for p in machine.invariants}
-    return (dataclasses.replace(machine, invariants=[p for p in holding if p.name in named]),
-            [p for p in holding if p.name not in named])
+    pool = initial_pool(machine, Deadline(None), None, spec=False, mine=True)
+    return pool.machine, pool.others
 
 
 def one_run(machine: Machine, pool: list[Property], moved: int, out: multiprocessing.Queue

@@ -244,20 +244,38 @@ def proved_seeds(machine: Machine, deadline: Deadline,
     only steps there are). The members: the spec's invariants, "no action errs", the
     spec's lemmas if `spec`, facts mined from reachable states if `mine`. Nothing here
     is assumed: a member that fails initially or after a step is left out."""
+    pool = initial_pool(machine, deadline, progress, spec, mine)
+    # a few dozen spec lemmas go fastest asked one at a time; thousands of facts, not
+    alive, _ = houdini(pool.machine, pool.others, deadline, progress,
+                       one_at_a_time=not pool.mined)
+    initial = pool.initial
+    no_error = NO_ERROR in alive and initial.breaking(initial.u.no_error(0)) is None
+    holding = pool.machine.invariants + pool.others
+    return Seeds([p for p in holding if p.name in alive and p.name not in pool.mined],
+                 no_error,
+                 tuple(p for p in holding if p.name in alive and p.name in pool.mined))
+
+
+class InitialPool(NamedTuple):
+    """Houdini's pool for the seeds: the members true in every initial state."""
+
+    initial: InitialStates
+    machine: Machine  # its invariants those true initially, and no lemmas
+    others: list[Property]  # the other members true initially
+    mined: set[str]  # the names of the mined facts among them
+
+
+def initial_pool(machine: Machine, deadline: Deadline, progress: Callable[[str], None] | None,
+                 spec: bool, mine: bool) -> InitialPool:
+    """The spec's invariants, its lemmas if `spec` and the facts mined from reachable
+    states if `mine`, those true in every initial state (see `proved_seeds`)."""
     initial = InitialStates(Unrolling(machine, deadline=deadline), deadline)
     mined = mined_facts(machine, deadline, progress) if mine else []
     holding = initial.holding(machine.invariants + (machine.lemmas if spec else []) + mined)
     named = {p.name for p in machine.invariants}
-    invariants = [p for p in holding if p.name in named]
-    others = [p for p in holding if p.name not in named]
-    # a few dozen spec lemmas go fastest asked one at a time; thousands of facts, not
-    alive, _ = houdini(dataclasses.replace(machine, invariants=invariants, lemmas=[]),
-                       others, deadline, progress, one_at_a_time=not mined)
-    mined_names = {p.name for p in mined}
-    no_error = NO_ERROR in alive and initial.breaking(initial.u.no_error(0)) is None
-    return Seeds([p for p in holding if p.name in alive and p.name not in mined_names],
-                 no_error,
-                 tuple(p for p in holding if p.name in alive and p.name in mined_names))
+    return InitialPool(initial, dataclasses.replace(
+        machine, invariants=[p for p in holding if p.name in named], lemmas=[]),
+        [p for p in holding if p.name not in named], {p.name for p in mined})
 
 
 class InitialStates:
