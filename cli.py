@@ -484,6 +484,7 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     unknown (exit 3)."""
     from checker.engines.symbolic.induction import prove
     from checker.engines.symbolic.pdr import pdr
+    from checker.models import changed_params, mining_machine
     from checker.run import ProveOptions, preflight
 
     started = time.perf_counter()  # --timeout counts loading and encoding too
@@ -506,10 +507,14 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
         engine["k"] = k or model.proof["k"]
     if seed or mine:
         engine["seeds"] = " and ".join(["spec lemmas"] * seed + ["mined facts"] * mine)
+    mine_from = mining_machine(model, machine, args.overrides) if mine else None
+    if mine_from is not None:
+        engine["mined at"] = ", ".join(f"{name}={value}" for name, value in
+                                       changed_params(machine, mine_from).items())
     options = ProveOptions(k=engine.get("k", 1), deadlock=engine["deadlock"],
                            timeout=engine["timeout"], started=started,
                            progress=args.progress, workers=workers or _usable_cores(),
-                           seed=seed, mine=mine)
+                           seed=seed, mine=mine, mine_from=mine_from)
     preflight(machine, options)
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)

@@ -29,7 +29,7 @@ from checker.engines.symbolic import houdini as module  # noqa: E402
 from checker.engines.symbolic.deadline import Deadline  # noqa: E402
 from checker.engines.symbolic.pdr import initial_pool  # noqa: E402
 from checker.lang.machine import Machine, Property  # noqa: E402
-from checker.models import build_machine, load_model  # noqa: E402
+from checker.models import build_machine, load_model, mining_machine  # noqa: E402
 
 MODELS = {  # name: overrides of its [proof.params]
     "tracker_small": {"requests": "4", "max_ts": "4"},
@@ -41,9 +41,11 @@ MODELS = {  # name: overrides of its [proof.params]
 def mined_pool(name: str, overrides: dict[str, str]) -> tuple[Machine, list[Property]]:
     """What `prove --engine pdr --mine` hands Houdini: the machine (its invariants
     those true initially) and the mined facts true in every initial state."""
-    machine = dataclasses.replace(build_machine(load_model(name), overrides or None,
-                                                proof=True), lemmas=[])
-    pool = initial_pool(machine, Deadline(None), None, spec=False, mine=True)
+    model = load_model(name)
+    machine = dataclasses.replace(build_machine(model, overrides or None, proof=True),
+                                  lemmas=[])
+    pool = initial_pool(machine, Deadline(None), None, spec=False, mine=True,
+                        mine_from=mining_machine(model, machine, overrides))
     return pool.machine, pool.others
 
 

@@ -203,6 +203,33 @@ def build_machine(model: Model, overrides: dict[str, str] | None = None,
     return machine
 
 
+def mining_machine(model: Model, proved: Machine, overrides: dict[str, str] | None = None
+                   ) -> Machine | None:
+    """The machine `prove --engine pdr --mine` enumerates for candidate facts: the
+    proof's shape at the BFS's ranges. Each parameter [proof.params] sets apart from
+    [params] (and `--set` leaves alone) takes its [params] value if the state keeps the
+    same slots with it (a clock's bound: the proof's clock is too long to exhaust);
+    one that changes the slots (a member count) keeps the proof's, so what is mined
+    speaks of every member the proof has. None if no parameter changes."""
+    overrides = overrides or {}
+    slots = [s.name for s in proved.slots]
+    ranges: dict[str, Any] = {}
+    for name, value in model.proof["params"].items():
+        if name in overrides or name not in model.params or model.params[name] == value:
+            continue
+        trial = build_machine(model, {**overrides, **ranges, name: model.params[name]},
+                              proof=True)
+        if [s.name for s in trial.slots] == slots:
+            ranges[name] = model.params[name]
+    return build_machine(model, {**overrides, **ranges}, proof=True) if ranges else None
+
+
+def changed_params(machine: Machine, other: Machine) -> dict[str, Any]:
+    """The parameters `other` was built with that `machine` was not."""
+    return {name: value for name, value in other.params.items()
+            if machine.params.get(name) != value}
+
+
 def reshape(model: Model, invariants: Sequence[str], mutations: Sequence[str]) -> Model:
     """The model with another property selection (`invariants`, if any) and more
     mutations switched on, as `--inv` and `--mutation` ask for one run; its expected

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from checker.lang.machine import Machine
 
 
 @dataclass
@@ -25,3 +29,4 @@ class ProveOptions:
     workers: int = 1  # processes sharing the inductive step's goals
     seed: bool = False  # pdr: seed Spacer with the spec's lemmas it proves first
     mine: bool = False  # pdr: seed Spacer with facts mined from reachable states, proved first
+    mine_from: Machine | None = None  # the machine mined, if not the one proved (same slots)

@@ -62,6 +62,7 @@ from checker.engines.symbolic.source import (
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
 from checker.lang.machine import ActionInstance, Machine, Property
+from checker.models import changed_params
 from checker.progress import Heartbeat
 
 ENGINE = "pdr"
@@ -89,10 +90,12 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         seeds = Seeds([], False)
         if options.seed or options.mine:
             seeds = proved_seeds(machine, deadline, options.progress, options.seed,
-                                 options.mine)
+                                 options.mine, options.mine_from)
             stats["seeds"] = seeds.names()
             if options.mine:
                 stats["mined_seeds"] = len(seeds.mined)
+            if options.mine and options.mine_from is not None:
+                stats["mined_at"] = changed_params(machine, options.mine_from)
         machine = dataclasses.replace(machine, lemmas=[])
         deadline.check("encoding the model as Horn clauses")
         u = Unrolling(machine, deadline=deadline)
@@ -132,7 +135,8 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
             return done(COUNTEREXAMPLE, found.violation.message, violation=found.violation,
                         error=found.outcome == ERROR)
         invariant = z3.substitute_vars(fp.get_cover_delta(-1, reach), *u.state(0))
-        failed = recheck(u, z3.And(seeded, invariant), options.deadlock, deadline)
+        with Heartbeat(options.progress, "pdr: checking Spacer's invariant again"):
+            failed = recheck(u, z3.And(seeded, invariant), options.deadlock, deadline)
         if failed:
             return done(UNKNOWN, f"Spacer's invariant does not check: {failed}; nothing is "
                                  f"proved (a bug in Z3 or in the encoding)")
@@ -237,14 +241,15 @@ MINED_LITERALS = 2
 
 
 def proved_seeds(machine: Machine, deadline: Deadline,
-                 progress: Callable[[str], None] | None, spec: bool, mine: bool) -> Seeds:
+                 progress: Callable[[str], None] | None, spec: bool, mine: bool,
+                 mine_from: Machine | None = None) -> Seeds:
     """The members that hold in every reachable state as far as 1-induction shows:
     those true in every initial state that survive Houdini together (each then holds
     wherever the others do, after any step from a state where no action errs, the
     only steps there are). The members: the spec's invariants, "no action errs", the
     spec's lemmas if `spec`, facts mined from reachable states if `mine`. Nothing here
     is assumed: a member that fails initially or after a step is left out."""
-    pool = initial_pool(machine, deadline, progress, spec, mine)
+    pool = initial_pool(machine, deadline, progress, spec, mine, mine_from)
     # a few dozen spec lemmas go fastest asked one at a time; thousands of facts, not
     alive, _ = houdini(pool.machine, pool.others, deadline, progress,
                        one_at_a_time=not pool.mined)
@@ -266,12 +271,15 @@ class InitialPool(NamedTuple):
 
 
 def initial_pool(machine: Machine, deadline: Deadline, progress: Callable[[str], None] | None,
-                 spec: bool, mine: bool) -> InitialPool:
+                 spec: bool, mine: bool, mine_from: Machine | None = None) -> InitialPool:
     """The spec's invariants, its lemmas if `spec` and the facts mined from reachable
-    states if `mine`, those true in every initial state (see `proved_seeds`)."""
+    states (of `mine_from`, if given) if `mine`, those true in every initial state (see
+    `proved_seeds`)."""
     initial = InitialStates(Unrolling(machine, deadline=deadline), deadline)
-    mined = mined_facts(machine, deadline, progress) if mine else []
-    holding = initial.holding(machine.invariants + (machine.lemmas if spec else []) + mined)
+    mined = mined_facts(machine, deadline, progress, mine_from) if mine else []
+    with Heartbeat(progress, "pdr: checking the seeds in the initial states"):
+        holding = initial.holding(machine.invariants + (machine.lemmas if spec else []) +
+                                  mined)
     named = {p.name for p in machine.invariants}
     return InitialPool(initial, dataclasses.replace(
         machine, invariants=[p for p in holding if p.name in named], lemmas=[]),
@@ -314,13 +322,18 @@ class InitialStates:
 
 
 def mined_facts(machine: Machine, deadline: Deadline,
-                progress: Callable[[str], None] | None) -> list[Property]:
+                progress: Callable[[str], None] | None,
+                source: Machine | None = None) -> list[Property]:
     """`infer`'s template clauses of at most MINED_LITERALS literals true in every
-    state the reachable-state filter sees (none if it finds a property violated: Spacer
-    then finds the path to it)."""
+    state the reachable-state filter sees: `source`'s (same slots, smaller ranges) and
+    `machine`'s random walks, if `source` is given; one state per orbit, the pool closed
+    under the symmetry, if the spec has scalarsets. None if the filter finds a property
+    violated: Spacer then finds the path to it."""
     try:
-        found = reachable_candidates(dataclasses.replace(machine, lemmas=[]),
-                                     InferOptions(progress=progress), deadline)
+        found = reachable_candidates(
+            dataclasses.replace(machine, lemmas=[]), InferOptions(progress=progress,
+                                                                  search="houdini"),
+            deadline, source and dataclasses.replace(source, lemmas=[]), orbits=True)
     except ModelViolates as bad:
         if progress:
             progress(f"pdr: mining found {bad.name} violated; Spacer goes on unseeded")

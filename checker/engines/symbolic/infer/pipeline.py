@@ -35,6 +35,7 @@ from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.houdini import NO_ERROR, HoudiniStopped, houdini
 from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
 from checker.engines.symbolic.infer.cti_search import SearchStopped, Stuck, strengthen
+from checker.engines.symbolic.infer.orbits import close_under_symmetry
 from checker.engines.symbolic.infer.templates import Candidate, Pool
 from checker.engines.symbolic.source import first_free_number, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
@@ -123,14 +124,25 @@ class Reachable:
 
 
 def reachable_candidates(machine: Machine, options: InferOptions,
-                         deadline: Deadline | None = None) -> Reachable:
+                         deadline: Deadline | None = None, source: Machine | None = None,
+                         orbits: bool = False) -> Reachable:
     """Template candidates, minus those some reachable state falsifies: every BFS
     level, or seeded random walks when there are more than `max_states` states. Raises
-    FilterStopped when the deadline passes."""
+    FilterStopped when the deadline passes.
+
+    The states are `source`'s if given: a machine with the same slots at smaller
+    ranges (the proof's member counts with a short clock, say), whose BFS fits where
+    `machine`'s does not; `machine`'s own random walks are then judged too, since they
+    reach values `source` cannot. With `orbits`, a spec with scalarsets is searched
+    one state per orbit and the pool closed under its symmetry (`orbits.py`)."""
     deadline = deadline or Deadline(options.timeout, options.started)
     deadline.check(FILTER_PHASE)
     say = options.progress or (lambda line: None)
+    source = source or machine
+    by_orbits = orbits and bool(source.scalarsets)
     pool = Pool(machine, keep=options.search == "cti")
+    if by_orbits and pool.keep:
+        raise ValueError("a pool judged on orbit representatives cannot generalize")
     say(f"{len(pool.literals):,} literals, {pool.total:,} candidates from templates")
 
     class _TooBig(Exception):
@@ -144,18 +156,27 @@ def reachable_candidates(machine: Machine, options: InferOptions,
     sampled = False
     try:
         try:
-            result = check(machine, BfsOptions(deadlock=False, on_level=on_level,
-                                               progress=options.progress,
-                                               timeout=deadline.left()))
+            result = check(source, BfsOptions(deadlock=False, on_level=on_level,
+                                              symmetry=by_orbits, progress=options.progress,
+                                              timeout=deadline.left()))
             if result.outcome == UNKNOWN:  # the BFS's own stop at what was left of it
                 raise OutOfTime(FILTER_PHASE)
             if result.violation is not None:
                 raise ModelViolates(result.violation.name)
+            if by_orbits:
+                close_under_symmetry(pool, source)
+                say(f"{pool.not_falsified():,} candidates hold in every image of "
+                    f"{pool.states:,} orbits' representatives")
         except _TooBig:
             sampled = True
             pool = Pool(machine, keep=options.search == "cti")
             say(f"more than {options.max_states:,} reachable states: {options.walks:,} "
                 "random walks instead")
+            read, n = _walk_states(source, options, deadline)
+            pool.see_all(read, n, lambda: deadline.check(FILTER_PHASE))
+        if source is not machine:
+            sampled = True
+            say(f"and {options.walks:,} random walks at the full sizes")
             read, n = _walk_states(machine, options, deadline)
             pool.see_all(read, n, lambda: deadline.check(FILTER_PHASE))
     except OutOfTime as out:

@@ -37,11 +37,19 @@ CHUNK = 1 << 14  # states judged together: bounds the (literals, states) matrix
 WIDE = 8  # an int slot with a wider range gets constants only near its ends
 
 
+# What a literal says, before any negation: ("bool", slot), ("enum", slot, member),
+# ("eq", slot, c), ("lt", slot, c) for `slot < c`, ("eq2", a, b) with a < b, and
+# ("lt2", a, b) for `a < b`; `orbits.py` renames literals by these.
+Shape = tuple[str | int, ...]
+
+
 @dataclass(frozen=True)
 class Literal:
     expr: Expr
     source: str  # spec source over the state `s`
     slots: frozenset[int]
+    shape: Shape
+    positive: bool  # the shape as said, or its negation
 
 
 @dataclass(frozen=True)
@@ -72,32 +80,34 @@ def literals(machine: Machine) -> tuple[list[Literal], list[int]]:
     literal's negation."""
     pairs: list[tuple[Literal, Literal]] = []  # (literal, its negation)
 
-    def add(expr: Expr, text: str, neg_text: str, slots: frozenset[int]) -> None:
+    def add(expr: Expr, text: str, neg_text: str, slots: frozenset[int], shape: Shape) -> None:
         if expr.is_const:
             return
-        pairs.append((Literal(expr, text, slots), Literal(E.Not(expr), neg_text, slots)))
+        pairs.append((Literal(expr, text, slots, shape, positive=True),
+                      Literal(E.Not(expr), neg_text, slots, shape, positive=False)))
 
     for s in machine.slots:
         one, v, ref = frozenset({s.index}), _var(s), _ref(s)
         if s.leaf.sort == BOOL:
-            add(v, ref, f"Not({ref})", one)
+            add(v, ref, f"Not({ref})", one, ("bool", s.index))
         elif isinstance(s.leaf.sort, EnumType):
             for member in s.leaf.sort:
                 name = f"{s.leaf.sort.name}.{member.member}"
-                add(E.eq(v, member), f"{ref} == {name}", f"{ref} != {name}", one)
+                add(E.eq(v, member), f"{ref} == {name}", f"{ref} != {name}", one,
+                    ("enum", s.index, member.member))
         elif s.leaf.sort == INT:
             for c in _constants(s):
-                add(E.eq(v, c), f"{ref} == {c}", f"{ref} != {c}", one)
+                add(E.eq(v, c), f"{ref} == {c}", f"{ref} != {c}", one, ("eq", s.index, c))
                 if c > s.lo:
-                    add(E.lt(v, c), f"{ref} < {c}", f"{ref} >= {c}", one)
+                    add(E.lt(v, c), f"{ref} < {c}", f"{ref} >= {c}", one, ("lt", s.index, c))
     for i, j in sorted(related_pairs(machine)):
         a, b = machine.slots[i], machine.slots[j]
         if a.hi < b.lo or b.hi < a.lo:
             continue  # never comparable: different kinds of number
         two, va, vb, ra, rb = frozenset({i, j}), _var(a), _var(b), _ref(a), _ref(b)
-        add(E.lt(va, vb), f"{ra} < {rb}", f"{ra} >= {rb}", two)
-        add(E.lt(vb, va), f"{rb} < {ra}", f"{rb} >= {ra}", two)
-        add(E.eq(va, vb), f"{ra} == {rb}", f"{ra} != {rb}", two)
+        add(E.lt(va, vb), f"{ra} < {rb}", f"{ra} >= {rb}", two, ("lt2", i, j))
+        add(E.lt(vb, va), f"{rb} < {ra}", f"{rb} >= {ra}", two, ("lt2", j, i))
+        add(E.eq(va, vb), f"{ra} == {rb}", f"{ra} != {rb}", two, ("eq2", i, j))
     out: list[Literal] = []
     negation: list[int] = []
     for lit, neg in pairs:
