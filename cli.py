@@ -473,8 +473,9 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
                    "it then looks only for what they lack.")
 @click.option("--mine", is_flag=True,
               help="pdr: seed Spacer with the clauses of one or two literals infer's "
-                   "templates find true in every reachable state, those that hold "
-                   "initially and are inductive together (Houdini proves which, first).")
+                   "templates find true in every reachable state (at the proof's member "
+                   "counts with [params]' ranges), those that hold initially and are "
+                   "inductive together (Houdini proves which, first).")
 def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
               workers: int | None, engine_name: str, seed: bool, mine: bool) -> int:
     """Prove MODEL's invariants for every reachable state with Z3, at the sizes of the
