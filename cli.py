@@ -485,7 +485,8 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
     unknown (exit 3)."""
     from checker.engines.symbolic.induction import prove
     from checker.engines.symbolic.pdr import pdr
-    from checker.models import changed_params, mining_machine
+    from checker.lang.machine import changed_params
+    from checker.models import mining_machine
     from checker.run import ProveOptions, preflight
 
     started = time.perf_counter()  # --timeout counts loading and encoding too

@@ -224,12 +224,6 @@ def mining_machine(model: Model, proved: Machine, overrides: dict[str, str] | No
     return build_machine(model, {**overrides, **ranges}, proof=True) if ranges else None
 
 
-def changed_params(machine: Machine, other: Machine) -> dict[str, Any]:
-    """The parameters `other` was built with that `machine` was not."""
-    return {name: value for name, value in other.params.items()
-            if machine.params.get(name) != value}
-
-
 def reshape(model: Model, invariants: Sequence[str], mutations: Sequence[str]) -> Model:
     """The model with another property selection (`invariants`, if any) and more
     mutations switched on, as `--inv` and `--mutation` ask for one run; its expected

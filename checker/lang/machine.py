@@ -188,3 +188,9 @@ class Machine:
 
     def describe_state(self, state: tuple[int, ...]) -> str:
         return ", ".join(f"{s.name}={s.show(v)}" for s, v in zip(self.slots, state, strict=True))
+
+
+def changed_params(machine: Machine, other: Machine) -> dict[str, Any]:
+    """The parameters `other` was built with that `machine` was not."""
+    return {name: value for name, value in other.params.items()
+            if machine.params.get(name) != value}

@@ -61,8 +61,7 @@ from checker.engines.symbolic.source import (
 )
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
-from checker.lang.machine import ActionInstance, Machine, Property
-from checker.models import changed_params
+from checker.lang.machine import ActionInstance, Machine, Property, changed_params
 from checker.progress import Heartbeat
 
 ENGINE = "pdr"

@@ -38,10 +38,11 @@ def close_under_symmetry(pool: Pool, machine: Machine) -> int:
     row_of[pool.guards] = np.arange(len(pool.guards))
     images = []
     for element, _, _ in SymmetryGroup(machine).generators():
-        image = np.array([index.get((shape, lit.positive), -1) if shape is not None else -1
-                          for lit in pool.literals
-                          for shape in [literal_image(lit, element, machine)]],
-                         dtype=np.int64)
+        image = np.full(len(pool.literals), -1, dtype=np.int64)
+        for n, lit in enumerate(pool.literals):
+            shape = literal_image(lit, element, machine)
+            if shape is not None:
+                image[n] = index.get((shape, lit.positive), -1)
         guard_image = np.where(image[pool.guards] >= 0,
                                row_of[np.maximum(image[pool.guards], 0)], -1)
         images.append((image, guard_image))

@@ -139,6 +139,8 @@ def reachable_candidates(machine: Machine, options: InferOptions,
     deadline.check(FILTER_PHASE)
     say = options.progress or (lambda line: None)
     source = source or machine
+    if [s.name for s in source.slots] != [s.name for s in machine.slots]:
+        raise ValueError("the machine mined must have the slots of the one judged")
     by_orbits = orbits and bool(source.scalarsets)
     pool = Pool(machine, keep=options.search == "cti")
     if by_orbits and pool.keep:
