@@ -214,14 +214,15 @@ def mining_machine(model: Model, proved: Machine, overrides: dict[str, str] | No
     overrides = overrides or {}
     slots = [s.name for s in proved.slots]
     ranges: dict[str, Any] = {}
+    mined = None  # built with every range taken so far
     for name, value in model.proof["params"].items():
         if name in overrides or name not in model.params or model.params[name] == value:
             continue
         trial = build_machine(model, {**overrides, **ranges, name: model.params[name]},
                               proof=True)
         if [s.name for s in trial.slots] == slots:
-            ranges[name] = model.params[name]
-    return build_machine(model, {**overrides, **ranges}, proof=True) if ranges else None
+            ranges[name], mined = model.params[name], trial
+    return mined
 
 
 def reshape(model: Model, invariants: Sequence[str], mutations: Sequence[str]) -> Model:
