@@ -272,6 +272,10 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
                    "executor must see it), or Spark's shuffle (nothing shared: the driver "
                    "alone writes the run directory)  [default: auto, files when every "
                    "executor sees the run directory; on --resume, the run's]")
+@click.option("--driver-levels/--no-driver-levels", default=None,
+              help="Run a level whose frontier fits one Spark task (under 262,144 states) "
+                   "in the driver, with no Spark job: a job's scheduling costs more than "
+                   "such a level's work  [default: on, with the file exchange]")
 @click.option("--spark-log", is_flag=True,
               help="Show Spark's own log lines (JVM, log4j, py4j) on the terminal  "
                    "[default: in a file in the system's temp folder, named in the header]")
@@ -283,11 +287,12 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
 def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
           checkpoint_every: float, timeout: float | None, master: str | None,
           partitions: int | None, run_dir: str | None, resume: str | None,
-          exchange: str | None, spark_log: bool, symmetry: bool, check_symmetry: bool,
-          workers: int | None) -> int:
+          exchange: str | None, driver_levels: bool | None, spark_log: bool, symmetry: bool,
+          check_symmetry: bool, workers: int | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir,
-                  "--exchange": exchange, "--spark-log": spark_log or None}
+                  "--exchange": exchange, "--spark-log": spark_log or None,
+                  "--driver-levels" if driver_levels else "--no-driver-levels": driver_levels}
     if engine_name == "bfs" and any(v is not None for v in spark_only.values()):
         given = next(k for k, v in spark_only.items() if v is not None)
         raise click.UsageError(f"{given} applies to --engine spark")
@@ -336,7 +341,8 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
             master=engine["master"], partitions=partitions, run_dir=folder,
             resume=resume is not None, max_depth=engine["max_depth"] or None,
             deadlock=engine["deadlock"], label=model.name, progress=progress,
-            symmetry=symmetry, log_file=log, exchange=exchange or "auto")
+            symmetry=symmetry, log_file=log, exchange=exchange or "auto",
+            driver_levels=driver_levels is not False)
     else:
         folder = resume or checkpoint
         if timeout is not None:

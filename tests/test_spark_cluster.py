@@ -129,7 +129,7 @@ def spark_args(model: str, master: str, run_dir: Path, trace: Path,
                resume: bool = False) -> list[str]:
     where = ["--resume" if resume else "--run-dir", str(run_dir)]
     return [sys.executable, CLI, "check", model, "--engine", "spark", "--master", master,
-            *where, "--json", "--trace-out", str(trace)]
+            *where, "--no-driver-levels", "--json", "--trace-out", str(trace)]
 
 
 def run(args: list[str], timeout: float = RUN_SECONDS, env: dict[str, str] | None = None

@@ -53,6 +53,7 @@ CLUSTER = "local-cluster[2,1,1024]"
 def run_spark(machine: Machine, run_dir: Path, session, deadlock: bool = False,
               **options) -> CheckResult:
     options.setdefault("partitions", 2)
+    options.setdefault("driver_levels", False)  # the executors run every level
     return spark_check(machine, SparkOptions(run_dir=str(run_dir), deadlock=deadlock,
                                              label="test", **options), spark=session)
 
@@ -195,6 +196,69 @@ def test_any_number_of_tasks_per_level_gives_the_same_result(states_per_task, sp
              for p in sorted((tmp_path / "run").glob("level=*/_ctmc_level.json"))
              if not p.parent.name.endswith("=0")]
     assert set(tasks) == ({1} if states_per_task > 1 else {1, 2, 4, 5})
+
+
+def level_records(run_dir: Path) -> list[dict]:
+    """Each durable level's record after level 0, in order."""
+    records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
+                     key=lambda p: int(p.parent.name.split("=")[1]))
+    return [json.loads(p.read_text()) for p in records[1:]]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_small_levels_run_in_the_driver_write_the_executors_files(name, spark, tmp_path,
+                                                                  monkeypatch):
+    """A level that fits one task runs in the driver (no Spark job): the same result as
+    the local engine, and the same files, byte for byte, as when the executors run it.
+    Every file a level wrote was synced (once the level's buckets were all written)."""
+    import checker.engines.spark.levels as levels
+
+    synced: set[Path] = set()
+    sync = levels.sync_files
+
+    def recording(paths):
+        synced.update(paths)
+        sync(paths)
+
+    monkeypatch.setattr(levels, "sync_files", recording)
+    machine, deadlock = model_machine(name)
+    local = local_check(machine, BfsOptions(deadlock=deadlock))
+    driver = run_spark(machine, tmp_path / "driver", spark, deadlock, driver_levels=True,
+                       partitions=8)
+    written = {p for p in (tmp_path / "driver").rglob("*")
+               if p.suffix in (".parquet", ".u64") and p.parent.name != "level=0"
+               and p.name != "L0-0.u64"}
+    assert written and written <= synced
+    executors = run_spark(machine, tmp_path / "executors", spark, deadlock, partitions=8)
+    assert_same(local, driver)
+    assert_same(local, executors)
+    in_driver, on_spark = level_records(tmp_path / "driver"), level_records(tmp_path / "executors")
+    assert [r["counts"]["timings"]["tasks"] for r in in_driver] == [0] * len(in_driver)
+    assert [r["counts"]["timings"]["tasks"] for r in on_spark] == [1] * len(on_spark)
+    assert [r["files"] for r in in_driver] == [r["files"] for r in on_spark]  # SHA-256 too
+
+
+def test_a_run_moves_from_the_driver_to_the_executors_as_levels_grow(spark, tmp_path,
+                                                                      monkeypatch):
+    """Small levels in the driver, larger ones on Spark, in one run: the local engine's
+    result; and a run stopped in the driver resumes on the executors, and back."""
+    import checker.engines.spark.search as engine
+
+    monkeypatch.setattr(engine, "STATES_PER_TASK", 3)
+    machine = GRID.instantiate({"n": 4, "bx": 4, "by": 3})
+    local = local_check(machine, BfsOptions(deadlock=False))
+    assert_same(local, run_spark(machine, tmp_path / "mixed", spark, partitions=5,
+                                 driver_levels=True))
+    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(tmp_path / "mixed")]
+    assert tasks == [0, 0, 0, 2, 2, 2], tasks  # frontiers of 1, 2, 3 states; then more
+    run_dir = tmp_path / "resumed"
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, run_dir, spark, progress=_StopAfter(1), driver_levels=True)
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(machine, run_dir, spark, progress=_StopAfter(3), resume=True)
+    assert_same(local, run_spark(machine, run_dir, spark, resume=True, driver_levels=True))
+    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(run_dir)]
+    assert 0 in tasks and 2 in tasks, tasks
 
 
 def test_the_run_directory_holds_sorted_buckets_and_visited_runs(spark, tmp_path):
@@ -640,7 +704,7 @@ def test_executors_use_the_drivers_interpreter_from_a_venv_not_activated(tmp_pat
     done = subprocess.run(
         [sys.executable, str(REPO / "cli.py"), "check", "mutation_heap_ignores_tracked",
          "--engine", "spark", "--master", "local[1]", "--max-depth", "1",
-         "--run-dir", str(tmp_path / "run")],
+         "--no-driver-levels", "--run-dir", str(tmp_path / "run")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert "No module named" not in done.stderr, done.stderr[-2000:]
     assert done.returncode == 0, done.stderr[-2000:]

@@ -39,20 +39,28 @@ def _file(root: Path, level: int, task: int) -> Path:
 def write(root: Path, level: int, task: int, buckets: int, columns: list[np.ndarray]) -> int:
     """Write task `task`'s rows (equal-length uint64 `columns`, the first holding
     fingerprints) for level `level`, grouped by target bucket; returns the bytes."""
-    fps = columns[0]
-    targets = visited_runs.bucket_of(fps, buckets).astype(np.uint16)
-    order = np.argsort(targets, kind="stable")  # a radix sort; each bucket stays sorted
-    offsets = np.searchsorted(targets[order], np.arange(buckets + 1)).astype(U64)
-    data = np.empty(len(offsets) + len(columns) * len(fps), dtype="<u8")
+    offsets, order = bucket_order(columns[0], buckets)
+    n = len(order)
+    data = np.empty(len(offsets) + len(columns) * n, dtype="<u8")
     data[:len(offsets)] = offsets
     at = len(offsets)
     for column in columns:
-        np.take(column, order, out=data[at:at + len(fps)])
-        at += len(fps)
+        np.take(column, order, out=data[at:at + n])
+        at += n
     path = _file(root, level, task)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes(path, data.data.cast("B"), sync=False)  # a crash redoes the level
     return data.nbytes
+
+
+def bucket_order(fps: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """The order that groups rows by the bucket of their fingerprint `fps`, each
+    bucket's rows in their order, and where each bucket starts in it: bucket B's rows
+    are `order[offsets[B]:offsets[B + 1]]`."""
+    targets = visited_runs.bucket_of(fps, buckets).astype(np.uint16)
+    order = np.argsort(targets, kind="stable")  # a radix sort; each bucket stays sorted
+    offsets = np.searchsorted(targets[order], np.arange(buckets + 1)).astype(U64)
+    return offsets, order
 
 
 def read(root: Path, level: int, tasks: int, buckets: int, bucket: int, n_columns: int

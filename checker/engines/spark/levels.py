@@ -34,6 +34,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checker.engines.durable import write_bytes
+from checker.engines.durable import sync_files, write_bytes
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.spark import exchange, visited_runs
@@ -165,12 +166,16 @@ def read_level(path: Path, kernel: Kernel, columns: Iterable[str] | None = None)
     return States(fps, words, column("parent"), actions)
 
 
-def write_level(path: Path, states: States, exact: bool) -> dict[str, Any]:
+def write_level(path: Path, states: States, exact: bool,
+                unsynced: list[Path] | None = None) -> dict[str, Any]:
     """Write a level file atomically; its description (bytes, rows, SHA-256) for the
-    level's record. The same rows always make the same bytes, so a retry is harmless."""
+    level's record. The same rows always make the same bytes, so a retry is harmless.
+    With `unsynced`, the file is not synced but its path is added there."""
     data, description = level_bytes(states, exact)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(path, data)
+    write_bytes(path, data, sync=unsynced is None)
+    if unsynced is not None:
+        unsynced.append(path)
     return description
 
 
@@ -189,12 +194,13 @@ def level_bytes(states: States, exact: bool) -> tuple[memoryview, dict[str, Any]
                   "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def write_bucket(root: Path, level: int, bucket: int, states: States, exact: bool
-                 ) -> tuple[dict[str, Any], tuple[str, int]]:
+def write_bucket(root: Path, level: int, bucket: int, states: States, exact: bool,
+                 unsynced: list[Path] | None = None) -> tuple[dict[str, Any], tuple[str, int]]:
     """A level's new states in `bucket` (sorted by fingerprint): its file, and the
-    bucket's visited run that now covers it. Their descriptions for the record."""
-    return (write_level(level_file(root, level, bucket), states, exact),
-            visited_runs.add_level(root, bucket, level, states.fps))
+    bucket's visited run that now covers it. Their descriptions for the record. With
+    `unsynced`, neither is synced, and their paths are added there."""
+    return (write_level(level_file(root, level, bucket), states, exact, unsynced),
+            visited_runs.add_level(root, bucket, level, states.fps, unsynced))
 
 
 # --- per-task summaries ----------------------------------------------------------------
@@ -269,17 +275,21 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     first bucket, its summary), which routes the summary to one dedupe task."""
     started = time.perf_counter()
     kernel = kernel_for(task.ref)
-    layout = kernel.layout
-    buckets = task.buckets_of(index)
-    columns = ["fp", *word_columns(layout.n_words, layout.exact)]
-    frontier = concat([read_level(level_file(Path(task.root), task.level, b), kernel, columns)
-                        for b in buckets], kernel)
+    frontier = read_frontier(task, index, kernel)
     maybe_fail(task.level)
     summary, rows = expand_states(task, kernel, frontier, started)
     summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
                                             task.buckets, rows)
     summary.write_seconds = time.perf_counter() - started - summary.seconds
-    yield buckets[0], summary
+    yield task.buckets_of(index)[0], summary
+
+
+def read_frontier(task: LevelTask, index: int, kernel: Kernel) -> States:
+    """Level K's states (fingerprints and words) in the buckets of task `index`."""
+    layout = kernel.layout
+    columns = ["fp", *word_columns(layout.n_words, layout.exact)]
+    return concat([read_level(level_file(Path(task.root), task.level, b), kernel, columns)
+                   for b in task.buckets_of(index)], kernel)
 
 
 def expand_states(task: LevelTask, kernel: Kernel, frontier: States, started: float
@@ -337,22 +347,67 @@ def _min(a: int | None, b: int | None) -> int | None:
 def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, ExpandSummary]]
                    ) -> Iterator[tuple[str, int, Any]]:
     """Level K+1's states in the buckets of task `index` (`dedupe_bucket`, one bucket at
-    a time). Yields a summary per bucket, and the expand summaries routed here."""
+    a time), from the exchange files. Yields a summary per bucket, and the expand
+    summaries routed here."""
     kernel = kernel_for(task.ref)
     for key, summary in items:  # routed here by its task's first bucket
         yield "expand", key, summary
-    for bucket in task.buckets_of(index):
-        yield "dedupe", bucket, dedupe_bucket(task, bucket, kernel)
+    n_columns = 3 if kernel.layout.exact else 3 + kernel.layout.n_words
+    shares: dict[int, Callable[[], list[np.ndarray]]] = {
+        b: partial(exchange.read, Path(task.root), task.level + 1, task.tasks, task.buckets,
+                   b, n_columns)
+        for b in task.buckets_of(index)}
+    yield from _dedupe_synced(task, kernel, shares)
 
 
-def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary:
-    """Level K+1's states of `bucket` from the exchange files and the bucket's visited
-    runs (`dedupe_states`), written with the bucket's new visited run."""
+def one_task_level(task: LevelTask, kernel: Kernel) -> list[tuple[str, int, Any]]:
+    """A level that Spark would run as one task per stage, run in this process instead,
+    with the successors passed in memory rather than through an exchange file: the same
+    level files, visited runs and summaries, without a Spark job's scheduling (two
+    stages, about 0.15 s), which is most of a small level's cost. `kernel` is this
+    process's kernel for `task.ref`."""
+    assert task.tasks == 1
+    started = time.perf_counter()
+    frontier = read_frontier(task, 0, kernel)
+    summary, rows = expand_states(task, kernel, frontier, started)
+    offsets, order = exchange.bucket_order(rows[0], task.buckets)
+    grouped = [column[order] for column in rows]
+    del rows
+    summary.write_seconds = time.perf_counter() - started - summary.seconds
+    shares: dict[int, Callable[[], list[np.ndarray]]] = {
+        b: partial(_slices, grouped, int(offsets[b]), int(offsets[b + 1]))
+        for b in task.buckets_of(0)}
+    return [("expand", 0, summary), *_dedupe_synced(task, kernel, shares)]
+
+
+def _slices(columns: list[np.ndarray], lo: int, hi: int) -> list[np.ndarray]:
+    return [column[lo:hi] for column in columns]
+
+
+def _dedupe_synced(task: LevelTask, kernel: Kernel,
+                   shares: dict[int, Callable[[], list[np.ndarray]]]
+                   ) -> list[tuple[str, int, DedupeSummary]]:
+    """`dedupe_bucket` for each bucket, given its successors' columns; what they wrote
+    is synced once all are written (`sync_files`), before any summary is returned."""
+    unsynced: list[Path] = []
+    summaries = [("dedupe", bucket, dedupe_bucket(task, bucket, kernel, share(), unsynced))
+                 for bucket, share in shares.items()]
+    started = time.perf_counter()
+    sync_files(unsynced)
+    if summaries:
+        summaries[0][2].write_seconds += time.perf_counter() - started
+    return summaries
+
+
+def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel, columns: list[np.ndarray],
+                  unsynced: list[Path]) -> DedupeSummary:
+    """Level K+1's states of `bucket` from its successors' `columns` (as `expand_states`
+    makes them) and the bucket's visited runs (`dedupe_states`), written unsynced with
+    the bucket's new visited run (their paths added to `unsynced`)."""
     started = time.perf_counter()
     root = Path(task.root)
-    got = exchanged_states(kernel, exchange.read(
-        root, task.level + 1, task.tasks, task.buckets, bucket,
-        3 if kernel.layout.exact else 3 + kernel.layout.n_words))
+    got = exchanged_states(kernel, columns)
+    del columns
     read = time.perf_counter()
     folder = visited_runs.bucket_folder(root, bucket)
     runs = [visited_runs.read_run(folder / visited_runs.run_name(r))
@@ -361,7 +416,7 @@ def dedupe_bucket(task: LevelTask, bucket: int, kernel: Kernel) -> DedupeSummary
     del got
     deduped = time.perf_counter()
     summary.file, summary.run = write_bucket(root, task.level + 1, bucket, new,
-                                             kernel.layout.exact)
+                                             kernel.layout.exact, unsynced)
     summary.read_seconds = read - started
     summary.seconds = deduped - read
     summary.write_seconds = time.perf_counter() - deduped

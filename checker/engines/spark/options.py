@@ -34,6 +34,7 @@ class SparkOptions:
     deadlock: bool = True
     label: str = ""  # the model's name, recorded in run.json
     symmetry: bool = False  # one state per orbit (not for a model with liveness properties)
+    driver_levels: bool = True  # file exchange: a level that fits one task runs in the driver
     log_file: str | None = None  # where Spark's own output goes; None: the terminal
     driver_memory: str | None = None  # e.g. "2g"; only when this call starts Spark
     progress: Callable[[str], None] | None = None

@@ -16,6 +16,10 @@ taking a range of the N buckets (T grows with the level, up to N):
                                           bucket's new run
       -> collect()                        one small summary per task and bucket
 
+A level whose frontier fits one task (T = 1) gains nothing from Spark, whose job
+would cost more than the level's work: the driver runs it itself, with the same
+functions and files (`one_task_level`; `driver_levels=False` sends it to Spark).
+
 The visited set is never shuffled, broadcast or collected, and nothing goes
 through Spark SQL's row format (`docs/decisions/0013-spark-files-not-tables.md`).
 That is the file exchange; when the executors do not see the run directory, the
@@ -51,7 +55,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from checker.backends.scalar import ScalarMachine
-from checker.engines.durable import write_bytes
+from checker.engines.durable import sync_files, write_bytes
 from checker.engines.explicit.successors import Kernel
 from checker.engines.identity import search_identity
 from checker.engines.report import explain, replay
@@ -74,6 +78,7 @@ from checker.engines.spark.levels import (
     dedupe_buckets,
     expand_buckets,
     kernel_for,
+    one_task_level,
     read_level,
     write_bucket,
     write_level,
@@ -124,7 +129,7 @@ class _Level:
     seconds: float
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # level file -> description
     runs: dict[int, int] = field(default_factory=dict)  # bucket -> bytes of its new run
-    tasks: int = 0  # per stage
+    tasks: int = 0  # per stage; 0: run in the driver (`one_task_level`)
     data: dict[int, bytes] = field(default_factory=dict)  # bucket -> level file (shuffle)
 
 
@@ -432,12 +437,14 @@ def _initial_level(run: _Run) -> _Found | None:
     shuffle = run.run_dir.exchange == SHUFFLE
     shares = [states.take(np.flatnonzero(buckets == b), layout.exact)
               for b in range(run.run_dir.partitions)]
+    unsynced: list[Path] = []
     for b, share in enumerate(shares):
         if shuffle:  # the executors keep the visited set
-            file = write_level(level_file(root, 0, b), share, layout.exact)
+            file = write_level(level_file(root, 0, b), share, layout.exact, unsynced)
         else:
-            file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact)
+            file, (_, runs[b]) = write_bucket(root, 0, b, share, layout.exact, unsynced)
         files[level_file(root, 0, b).name] = file
+    sync_files(unsynced)
     counts = LevelCounts(n, moved=0, timings={"seconds": round(_lap(run), 3),
                                      "bytes": sum(f["bytes"] for f in files.values())})
     run.run_dir.record(0, counts, files, runs)
@@ -511,8 +518,12 @@ def _expand_level(run: _Run) -> _Level:
     started = time.perf_counter()
     n = run.run_dir.partitions
     run.spark.sparkContext.setJobDescription(f"ctmc: level {run.depth + 1}")
+    in_driver = run.options.driver_levels and run.run_dir.exchange == FILES \
+        and _tasks(run) == 1
+    status = f"level {run.depth + 1:>3} | in the driver" if in_driver \
+        else partial(_stages, run, run.depth + 1)
     try:
-        with Heartbeat(run.options.progress, partial(_stages, run, run.depth + 1)):
+        with Heartbeat(run.options.progress, status):
             if run.ranges is not None:
                 _grow_partitions(run)
             task = LevelTask(run.ref, str(run.run_dir.path), run.depth, n, _tasks(run),
@@ -520,6 +531,8 @@ def _expand_level(run: _Run) -> _Level:
                              run.options.dedup_budget)
             if run.run_dir.exchange == SHUFFLE:
                 summaries, data = _shuffle_level(run, task)
+            elif in_driver:
+                summaries, data = one_task_level(task, run.kernel), {}
             else:
                 summaries, data = level_job(run, task).collect(), {}
     except (Py4JError, PySparkException) as exc:
@@ -564,7 +577,7 @@ def _expand_level(run: _Run) -> _Level:
                 len(buckets) != sum(x[0] == step for x in summaries):
             raise CheckerError(f"the Spark job building level {run.depth + 1} returned "
                                f"{len(buckets)} {step} summaries, not {expected[step]}")
-    level.tasks = task.tasks
+    level.tasks = 0 if in_driver else task.tasks
     level.seconds = time.perf_counter() - started
     return level
 
@@ -633,7 +646,8 @@ def _commit_level(run: _Run, level: _Level) -> None:
     total = sum(progress.sizes)
     rate = total / progress.seconds if progress.seconds > 0 else 0.0
     _say(run, f"level {depth:>3} | new {d.count:>12,} | total {total:>13,} | "
-              f"{rate:>10,.0f} states/s | {level.seconds:6.2f} s; task-s: expand "
+              f"{rate:>10,.0f} states/s | {level.seconds:6.2f} s; "
+              f"{'in the driver' if level.tasks == 0 else 'task-s'}: expand "
               f"{e.seconds:.2f}, exchange {e.write_seconds + d.read_seconds:.2f}, dedupe "
               f"{d.seconds:.2f}, write {d.write_seconds:.2f}")
 

@@ -65,10 +65,15 @@ def bucket_folder(root: Path, bucket: int) -> Path:
     return root / VISITED / f"bucket={bucket:05d}"
 
 
+SMALL_RUN = 1 << 20  # bytes; a smaller run is read whole, as mapping it costs more
+
+
 def read_run(path: Path) -> np.ndarray:
-    """A run, memory-mapped: a binary search touches only the pages it needs."""
-    if path.stat().st_size == 0:
-        return np.empty(0, dtype=U64)
+    """A run, memory-mapped: a binary search touches only the pages it needs. A small
+    run (most of them, early in a search) is read whole."""
+    size = path.stat().st_size
+    if size < SMALL_RUN:
+        return np.fromfile(path, dtype="<u8") if size else np.empty(0, dtype=U64)
     return np.memmap(path, dtype="<u8", mode="r")
 
 
@@ -80,9 +85,11 @@ def known(runs: list[np.ndarray], sorted_fps: np.ndarray) -> np.ndarray:
     return hit
 
 
-def add_level(root: Path, bucket: int, level: int, new_fps: np.ndarray) -> tuple[str, int]:
+def add_level(root: Path, bucket: int, level: int, new_fps: np.ndarray,
+              unsynced: list[Path] | None = None) -> tuple[str, int]:
     """Write the run that ends at `level` for `bucket`: the runs it replaces, merged
-    with the sorted new fingerprints. Returns its name and size in bytes."""
+    with the sorted new fingerprints. Returns its name and size in bytes. With
+    `unsynced`, the run is not synced but its path is added there (to sync later)."""
     folder = bucket_folder(root, bucket)
     folder.mkdir(parents=True, exist_ok=True)
     last = schedule(level + 1)[-1]
@@ -93,5 +100,8 @@ def add_level(root: Path, bucket: int, level: int, new_fps: np.ndarray) -> tuple
     else:
         data = new_fps
     data = np.ascontiguousarray(data, dtype="<u8")
-    write_bytes(folder / run_name(last), data.data.cast("B"))
+    path = folder / run_name(last)
+    write_bytes(path, data.data.cast("B"), sync=unsynced is None)
+    if unsynced is not None:
+        unsynced.append(path)
     return run_name(last), data.nbytes
