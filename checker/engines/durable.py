@@ -47,6 +47,15 @@ def write_bytes(path: Path, data: bytes | memoryview, sync: bool = True) -> None
     os.replace(tmp, path)
 
 
+def write_bytes_to_sync(path: Path, data: bytes | memoryview,
+                        unsynced: list[Path] | None) -> None:
+    """`write_bytes`, synced now when `unsynced` is None, else added to `unsynced` for
+    `sync_files` to sync with the rest of its batch."""
+    write_bytes(path, data, sync=unsynced is None)
+    if unsynced is not None:
+        unsynced.append(path)
+
+
 def sync_files(paths: list[Path]) -> None:
     """Sync files written with `sync=False`. Writing a batch of small files and then
     syncing them costs less than syncing each as it is written: each sync commits the

@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from checker.engines.durable import sync_files, write_bytes
+from checker.engines.durable import sync_files, write_bytes, write_bytes_to_sync
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.spark import exchange, visited_runs
@@ -173,9 +173,7 @@ def write_level(path: Path, states: States, exact: bool,
     With `unsynced`, the file is not synced but its path is added there."""
     data, description = level_bytes(states, exact)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(path, data, sync=unsynced is None)
-    if unsynced is not None:
-        unsynced.append(path)
+    write_bytes_to_sync(path, data, unsynced)
     return description
 
 

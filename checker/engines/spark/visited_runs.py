@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from checker.engines.durable import write_bytes
+from checker.engines.durable import write_bytes_to_sync
 from checker.engines.explicit.visited import sorted_hits
 from checker.packing import U64
 
@@ -100,8 +100,5 @@ def add_level(root: Path, bucket: int, level: int, new_fps: np.ndarray,
     else:
         data = new_fps
     data = np.ascontiguousarray(data, dtype="<u8")
-    path = folder / run_name(last)
-    write_bytes(path, data.data.cast("B"), sync=unsynced is None)
-    if unsynced is not None:
-        unsynced.append(path)
+    write_bytes_to_sync(folder / run_name(last), data.data.cast("B"), unsynced)
     return run_name(last), data.nbytes
