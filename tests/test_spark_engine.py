@@ -77,11 +77,16 @@ def assert_same(local: CheckResult, spark: CheckResult) -> None:
             (a.trace.loop_action and a.trace.loop_action.label)
 
 
-def recorded_sizes(run_dir: Path) -> list[int]:
-    """The state counts of the durable levels, from their records."""
+def level_records(run_dir: Path) -> list[dict]:
+    """Each durable level's record, in order from level 0."""
     records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
                      key=lambda p: int(p.parent.name.split("=")[1]))
-    return [json.loads(p.read_text())["counts"]["states"] for p in records]
+    return [json.loads(p.read_text()) for p in records]
+
+
+def recorded_sizes(run_dir: Path) -> list[int]:
+    """The state counts of the durable levels, from their records."""
+    return [record["counts"]["states"] for record in level_records(run_dir)]
 
 
 def model_machine(name: str) -> tuple[Machine, bool]:
@@ -198,13 +203,6 @@ def test_any_number_of_tasks_per_level_gives_the_same_result(states_per_task, sp
     assert set(tasks) == ({1} if states_per_task > 1 else {1, 2, 4, 5})
 
 
-def level_records(run_dir: Path) -> list[dict]:
-    """Each durable level's record after level 0, in order."""
-    records = sorted(run_dir.glob("level=*/_ctmc_level.json"),
-                     key=lambda p: int(p.parent.name.split("=")[1]))
-    return [json.loads(p.read_text()) for p in records[1:]]
-
-
 @pytest.mark.parametrize("name", MODELS)
 def test_small_levels_run_in_the_driver_write_the_executors_files(name, spark, tmp_path,
                                                                   monkeypatch):
@@ -232,7 +230,8 @@ def test_small_levels_run_in_the_driver_write_the_executors_files(name, spark, t
     executors = run_spark(machine, tmp_path / "executors", spark, deadlock, partitions=8)
     assert_same(local, driver)
     assert_same(local, executors)
-    in_driver, on_spark = level_records(tmp_path / "driver"), level_records(tmp_path / "executors")
+    in_driver = level_records(tmp_path / "driver")[1:]  # after level 0, which the driver writes
+    on_spark = level_records(tmp_path / "executors")[1:]
     assert [r["counts"]["timings"]["tasks"] for r in in_driver] == [0] * len(in_driver)
     assert [r["counts"]["timings"]["tasks"] for r in on_spark] == [1] * len(on_spark)
     assert [r["files"] for r in in_driver] == [r["files"] for r in on_spark]  # SHA-256 too
@@ -249,7 +248,7 @@ def test_a_run_moves_from_the_driver_to_the_executors_as_levels_grow(spark, tmp_
     local = local_check(machine, BfsOptions(deadlock=False))
     assert_same(local, run_spark(machine, tmp_path / "mixed", spark, partitions=5,
                                  driver_levels=True))
-    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(tmp_path / "mixed")]
+    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(tmp_path / "mixed")[1:]]
     assert tasks == [0, 0, 0, 2, 2, 2], tasks  # frontiers of 1, 2, 3 states; then more
     run_dir = tmp_path / "resumed"
     with pytest.raises(KeyboardInterrupt):
@@ -257,7 +256,7 @@ def test_a_run_moves_from_the_driver_to_the_executors_as_levels_grow(spark, tmp_
     with pytest.raises(KeyboardInterrupt):
         run_spark(machine, run_dir, spark, progress=_StopAfter(3), resume=True)
     assert_same(local, run_spark(machine, run_dir, spark, resume=True, driver_levels=True))
-    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(run_dir)]
+    tasks = [r["counts"]["timings"]["tasks"] for r in level_records(run_dir)[1:]]
     assert 0 in tasks and 2 in tasks, tasks
 
 
