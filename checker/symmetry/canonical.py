@@ -22,6 +22,8 @@ variables, the result is still one state per orbit. No Python loop per state.
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,12 +31,15 @@ import numpy as np
 
 from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64, Layout
-from checker.symmetry.group import Element, SymmetryGroup
+from checker.symmetry.group import MAX_ELEMENTS, Element, SymmetryGroup
+from checker.symmetry.refine import Refinement
+from checker.symmetry.signatures import lex_less, pack_keys, stable_ranks
 
 if TYPE_CHECKING:
     from checker.engines.explicit.successors import Kernel
 
 SORT_FROM = 4  # members: below, trying all k! images is cheaper (bench/canonical_form.py)
+MAX_PLANS = 50_000  # compiled elements kept
 
 
 @dataclass(frozen=True)
@@ -74,20 +79,29 @@ class Canonicalizer:
         self._sorts = [_SignatureSort(s, group.machine, layout) for s in simple]
         self._sorted = [i for i, s in enumerate(group.scalarsets) if s in simple]
         self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
+        others = [i for i in range(len(group.scalarsets)) if i not in self._sorted]
+        self._others = others
+        many = math.prod(math.factorial(len(group.scalarsets[i].members)) for i in others)
+        self._refine = Refinement(group, layout, others, self.images) \
+            if many > MAX_ELEMENTS and method != "search" else None
 
     @functools.cached_property
     def _searched(self) -> list[Element]:
         """The elements the smallest image tries (besides the identity): those moving
-        only the scalarsets not sorted; listed when first needed, so moving states by
-        one element (`permute`, as `--check-symmetry` does) never needs them."""
-        others = [i for i in range(len(self.group.scalarsets)) if i not in self._sorted]
-        return self.group.elements_permuting(others)[1:] if others else []
+        only the scalarsets neither sorted nor refined; listed when first needed, so
+        moving states by one element (`permute`, as `--check-symmetry` does) never
+        needs them."""
+        if self._refine is not None or not self._others:
+            return []
+        return self.group.elements_permuting(self._others)[1:]
 
     @property
     def method(self) -> str:
         """How representatives are chosen, for the record of a run."""
         parts = [f"{s.sset.name} by sorted signature" for s in self._sorts]
-        if self._searched:
+        if self._refine is not None:
+            parts.append(self._refine.method)
+        elif self._searched:
             parts.append(f"smallest of {len(self._searched) + 1} images")
         return "; ".join(parts)
 
@@ -95,15 +109,12 @@ class Canonicalizer:
         """The representative of each state of the batch."""
         if not len(words[0]):
             return words
-        for sort in self._sorts:
-            words = sort.apply(words)
-        if not self._searched:
-            return words
+        words = self._sort_all(words)
+        if self._refine is not None:
+            return self._refine.canonical(words)
         best = words
-        raw = self._raw(words, self._searched)
-        for e in self._searched:
-            image = self._image(words, raw, e)
-            smaller = _lex_less(image, best)
+        for image in self.images(words, self._searched):
+            smaller = lex_less(image, best)
             if smaller.any():
                 best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
         return best
@@ -111,18 +122,36 @@ class Canonicalizer:
     def element_to_representative(self, words: list[np.ndarray]) -> Element:
         """For a batch of one state: a group element mapping it to its representative
         (used to lift a counterexample, never per search state): the sorted scalarsets'
-        order, then the first of the searched elements that reaches it."""
+        order, then the first of the searched or refined elements that reaches it."""
         target = self.canonical(words)
         perms = list(self.group.identity.perms)
         for i, sort in zip(self._sorted, self._sorts, strict=True):
             perms[i] = sort.ranks(words)
-        for e in [self.group.identity, *self._searched]:
-            whole = self.group.element(tuple(perms[i] if i in self._sorted else e.perms[i]
+        if self._refine is not None:
+            tried = list(self._refine.candidates(self._sort_all(words)))
+        else:
+            tried = [e.perms for e in [self.group.identity, *self._searched]]
+        for others in tried:
+            # the sorted scalarsets' order, then the others' element (they commute)
+            whole = self.group.element(tuple(perms[i] if i in self._sorted else others[i]
                                              for i in range(len(perms))))
             if all((a == b).all() for a, b in zip(self.permute(words, whole), target,
                                                    strict=True)):
                 return whole
         raise AssertionError("a representative lies outside its orbit")
+
+    def _sort_all(self, words: list[np.ndarray]) -> list[np.ndarray]:
+        """The batch with every sorted scalarset's members in signature order."""
+        for sort in self._sorts:
+            words = sort.apply(words)
+        return words
+
+    def images(self, words: list[np.ndarray], elements: list[Element]
+               ) -> Iterator[list[np.ndarray]]:
+        """The batch's image under each of `elements`, in turn."""
+        raw = self._raw(words, elements)
+        for e in elements:
+            yield self._image(words, raw, e)
 
     def permute(self, words: list[np.ndarray], element: Element) -> list[np.ndarray]:
         """Every state of the batch moved by one group element."""
@@ -134,6 +163,8 @@ class Canonicalizer:
     def _plan(self, element: Element) -> _Plan:
         plan = self._plans.get(element.perms)
         if plan is None:
+            if len(self._plans) >= MAX_PLANS:  # refinement builds elements per state
+                self._plans.clear()
             plan = self._plans[element.perms] = _compile(element, self.layout)
         return plan
 
@@ -238,10 +269,7 @@ class _SignatureSort:
                                                                self.positions, strict=True)]
         keys = [_signature(own, held, [fields[row[0]].bits for row in self.cells], i)
                 for i in range(k)]
-        rank = [sum((_lex_less(keys[j], keys[i]) if j > i else ~_lex_less(keys[i], keys[j])
-                     for j in range(k) if j != i), np.zeros(len(words[0]), dtype=np.int64))
-                for i in range(k)]
-        return own, held, rank
+        return own, held, stable_ranks(keys, len(words[0]))
 
     def ranks(self, words: list[np.ndarray]) -> tuple[int, ...]:
         """For a batch of one state: the position each member moves to."""
@@ -274,24 +302,7 @@ class _SignatureSort:
 
 def _signature(own: list[list[np.ndarray]], held: list[np.ndarray], bits: list[int],
                member: int) -> list[np.ndarray]:
-    """Member `member`'s signature as uint64 keys, most significant first: its own
-    fields, then one bit per slot holding members (set where it holds this one)."""
-    keys: list[np.ndarray] = []
-    used = 64
-    fields = [(columns[member], b) for columns, b in zip(own, bits, strict=True)] + \
-        [((position == member).astype(U64), 1) for position in held]
-    for column, b in fields:
-        if used + b > 64:
-            keys.append(np.zeros(len(column), dtype=U64))
-            used = 0
-        keys[-1] = (keys[-1] << U64(b)) | column
-        used += b
-    return keys
-
-
-def _lex_less(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
-    """Per lane: the words `a` compare below `b`, word 0 first."""
-    less = a[-1] < b[-1]
-    for x, y in zip(reversed(a[:-1]), reversed(b[:-1]), strict=True):
-        less = (x < y) | ((x == y) & less)
-    return less
+    """Member `member`'s signature: its own fields, then one bit per slot holding
+    members (set where it holds this one)."""
+    return pack_keys([(columns[member], b) for columns, b in zip(own, bits, strict=True)]
+                     + [((position == member).astype(U64), 1) for position in held])

@@ -23,6 +23,7 @@ from checker.errors import SpecError
 from checker.lang.machine import Machine, Scalarset
 
 MAX_ELEMENTS = 720  # 6!: the most elements the smallest-image method tries per state
+MAX_BUILT = 50_000  # elements kept once built
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class SymmetryGroup:
         """The element permuting scalarset i's member positions by `perms[i]`."""
         found = self._built.get(perms)
         if found is None:
+            if len(self._built) >= MAX_BUILT:  # refinement asks for elements per state
+                self._built.clear()
             found = self._built[perms] = self._element(perms)
         return found
 

@@ -9,17 +9,18 @@ and symmetric. Clients are interchangeable, and so are servers:
     m.scalarset("Server", servers, index={"owner": 0}, values=["target"])
 
 `WRONG` declares only clients as values of `owner` but forgets that `target`
-holds servers: the server swap then breaks the successors of `grant`.
+holds servers: the server swap then breaks the successors of `grant`. `ONE_HOLDER`
+claims, wrongly, that at most one client holds a server at a time.
 """
 
 from __future__ import annotations
 
-from checker.lang import And, Array, Enum, Implies, Int, Min, Spec, require
+from checker.lang import And, Array, Enum, Implies, Int, Min, Not, Spec, require
 
 CState = Enum("CState", "idle waiting holding")
 
 
-def _locks(name: str, declare_target_values: bool) -> Spec:
+def _locks(name: str, declare_target_values: bool, one_holder: bool = False) -> Spec:
     spec = Spec(name, "clients taking locks on servers")
     spec.param("clients", 3, "interchangeable clients", min=2)
     spec.param("servers", 2, "interchangeable servers", min=2)
@@ -62,8 +63,17 @@ def _locks(name: str, declare_target_values: bool) -> Spec:
                                                        st.target[c] == s))
                          for s in range(S) for c in range(C)])
 
+        if one_holder:
+            @m.invariant
+            def OneHolder(st):  # noqa: N802
+                """At most one client holds a server (wrong with two servers)."""
+                holds = [st.cstate[c] == CState.holding for c in range(C)]
+                return And(*[Not(And(holds[a], holds[b]))
+                             for a in range(C) for b in range(a + 1, C)])
+
     return spec
 
 
 LOCKS = _locks("locks", True)
 WRONG = _locks("locks_wrong", False)
+ONE_HOLDER = _locks("locks_one_holder", True, one_holder=True)

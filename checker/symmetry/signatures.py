@@ -1,0 +1,44 @@
+"""Members compared by signature on whole batches: keys, order, ranks.
+
+A signature is a list of uint64 key arrays (one lane per state), most significant
+first. Both canonical forms that order members use these: the sort of a simple
+scalarset (`canonical`) and the refinement of the others (`refine`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from checker.packing import U64
+
+
+def pack_keys(fields: list[tuple[np.ndarray, int]]) -> list[np.ndarray]:
+    """uint64 keys holding `fields` (a column and its width in bits), the first field
+    most significant; a field never straddles two keys."""
+    keys: list[np.ndarray] = []
+    used = 64
+    for column, bits in fields:
+        if used + bits > 64:
+            keys.append(np.zeros(len(column), dtype=U64))
+            used = 0
+        keys[-1] = (keys[-1] << U64(bits)) | column
+        used += bits
+    return keys
+
+
+def lex_less(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
+    """Per lane: the words `a` compare below `b`, word 0 first."""
+    less = a[-1] < b[-1]
+    for x, y in zip(reversed(a[:-1]), reversed(b[:-1]), strict=True):
+        less = (x < y) | ((x == y) & less)
+    return less
+
+
+def stable_ranks(keys: list[list[np.ndarray]], lanes: int) -> list[np.ndarray]:
+    """Each member's position when members are ordered by signature (`keys[i]` is member
+    i's), equal signatures kept in member order: k^2 whole-array comparisons, cheaper
+    than a per-lane sort for the few members a scalarset has."""
+    k = len(keys)
+    return [sum((lex_less(keys[j], keys[i]) if j > i else ~lex_less(keys[i], keys[j])
+                 for j in range(k) if j != i), np.zeros(lanes, dtype=np.int64))
+            for i in range(k)]
