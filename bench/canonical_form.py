@@ -6,7 +6,11 @@ prints nanoseconds per state, and checks that both methods pick
 representatives of the same orbits (equal counts of distinct ones). The engine
 sorts from `SORT_FROM` members up, where sorting starts to win.
 
-    python bench/canonical_form.py             # k = 2..5, 200,000 states
+Then the refinement, for scalarsets that cannot be sorted past 720 permutations:
+the test spec of clients locking servers (`tests/specs/locks.py`), searched with one
+state per orbit and, where it fits, every state, each timed once.
+
+    python bench/canonical_form.py             # k = 2..5, 200,000 states; locks
 """
 
 from __future__ import annotations
@@ -21,10 +25,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from checker.engines.explicit.bfs import BfsOptions, check  # noqa: E402
 from checker.models import build_machine, load_model  # noqa: E402
 from checker.packing import Layout  # noqa: E402
 from checker.symmetry.canonical import Canonicalizer  # noqa: E402
 from checker.symmetry.group import SymmetryGroup  # noqa: E402
+from tests.specs.locks import LOCKS  # noqa: E402
+
+LOCKS_SIZES = ((6, 2, True), (8, 3, True), (10, 3, False), (12, 2, False), (12, 4, False))
 
 
 def seconds(fn, *args) -> float:
@@ -57,6 +65,21 @@ def main() -> None:
         ns = [seconds(c.canonical, words) / n * 1e9 for c in (sort, search)]
         print(f"{k:>2} {group.size:>5} {ns[0]:>15.0f} {ns[1]:>15.0f}  "
               f"({distinct[0]:,} of {n:,})")
+    print(f"\n{'clients x servers':>17} {'permutations':>13} {'orbits':>7} {'seconds':>8} "
+          f"{'states':>10} {'seconds':>8}  (refined; full search)")
+    for clients, servers, full in LOCKS_SIZES:
+        machine = LOCKS.instantiate({"clients": clients, "servers": servers})
+        started = time.perf_counter()
+        reduced = check(machine, BfsOptions(deadlock=False, symmetry=True))
+        took = time.perf_counter() - started
+        line = (f"{f'{clients} x {servers}':>17} {SymmetryGroup(machine).size:>13,} "
+                f"{reduced.stats['distinct_states']:>7,} {took:>8.2f}")
+        if full:
+            started = time.perf_counter()
+            every = check(machine, BfsOptions(deadlock=False))
+            line += (f" {every.stats['distinct_states']:>10,} "
+                     f"{time.perf_counter() - started:>8.2f}")
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
