@@ -329,6 +329,7 @@ class LevelDedup:
         self.bounds = np.array(starts[1:], dtype=U64)
         self.parts = [_Part() for _ in starts]
         self.floor = max(1, budget // len(starts))  # what a part gathers before a fold
+        self.high_bits_group = True  # whether `unique_min_hashed` is worth trying
 
     def add(self, fps: np.ndarray, gen: np.ndarray, words: list[np.ndarray]) -> None:
         """Take one chunk's successors (`words` is `[fps]` for exact fingerprints)."""
@@ -381,13 +382,18 @@ class LevelDedup:
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """A chunk's distinct fingerprints, sorted, with their smallest keys and rows
         (None: exact fingerprints, which are the states)."""
-        if self.exact_bits is not None:
+        exact = self.exact_bits is not None
+        if exact:
             packed = unique_min_packed(fps, gen, self.exact_bits)
             if packed is not None:
                 return packed[0], packed[1], None
-        found = unique_min_hashed(fps, gen)
+        found = unique_min_hashed(fps, gen) if self.high_bits_group else None
+        if found is None and exact:
+            # exact fingerprints are states, whose low bits are what varies: they share
+            # their high bits so often that the trick fails on every chunk of a level
+            self.high_bits_group = False
         ufp, ugen, rows = found if found is not None else unique_min(fps, gen)
-        return ufp, ugen, None if self.exact_bits is not None else rows
+        return ufp, ugen, None if exact else rows
 
 
 _States = tuple[np.ndarray, np.ndarray, list[np.ndarray]]  # fingerprints, keys, words
