@@ -383,7 +383,7 @@ class LevelDedup:
         """A chunk's distinct fingerprints, sorted, with their smallest keys and rows
         (None: exact fingerprints, which are the states)."""
         exact = self.exact_bits is not None
-        if exact:
+        if self.exact_bits is not None:
             packed = unique_min_packed(fps, gen, self.exact_bits)
             if packed is not None:
                 return packed[0], packed[1], None
