@@ -3,7 +3,7 @@
 Each run is its own process. Prints, per worker count: distinct states, seconds,
 states per second, CPU seconds of the searching process and of its workers, the
 peak RSS of the searching process alone, the peak memory of all its processes
-together (their anonymous memory, sampled every 50 ms, with pages the fork shares
+together (their anonymous memory, sampled every 250 ms, with pages the fork shares
 counted once: Linux's Pss_Anon), and the rate relative to one worker. The speed-up
 needs idle cores: the load average before each run is printed beside it, as other
 work on the machine skews it, and `--repeat K` runs the worker counts K times in turn.
@@ -27,6 +27,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "bench" / "models"
+# Reading a process's smaps_rollup costs about 6 ms of CPU and holds its memory map's
+# lock: sampled every 50 ms, the sampler took two workers' runs from 6.0 to 6.7-7.3 s
+# (they have no core to spare); every 250 ms it costs about 2% of one core.
+SAMPLE_EVERY = 0.25
 
 
 def run_one(model_name: str, workers: int, overrides: dict[str, str]) -> dict:
@@ -75,7 +79,7 @@ def _run_sampled(command: list[str]) -> tuple[str, float | None]:
         nonlocal peak
         while process.poll() is None:
             peak = max(peak, sum(_anonymous_kb(p) for p in _tree(process.pid)))
-            time.sleep(0.05)
+            time.sleep(SAMPLE_EVERY)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
