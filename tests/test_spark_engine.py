@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -24,7 +25,7 @@ from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
 from checker.engines.spark import run_dir as spark_run_dir
 from checker.engines.spark import visited_runs
-from checker.engines.spark.levels import LevelTask
+from checker.engines.spark.levels import LevelTask, States, level_bytes
 from checker.engines.spark.search import SparkOptions, level_job
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
@@ -282,6 +283,29 @@ def test_the_run_directory_holds_sorted_buckets_and_visited_runs(spark, tmp_path
         runs = [np.fromfile(folder / name, dtype="<u8") for name in names]
         assert all((np.diff(r.astype(object)) > 0).all() for r in runs if len(r) > 1)
         assert sorted(np.concatenate(runs).tolist()) == sorted(np.concatenate(fps).tolist())
+
+
+def test_level_files_use_a_dictionary_for_actions_only():
+    """Fingerprints, words and parents are nearly all distinct: a dictionary for them
+    costs most of the write and saves nothing, so only actions get one. The rows read
+    back as written."""
+    rng = np.random.default_rng(3)
+    n = 5_000
+    fps = np.sort(rng.integers(0, 2**63, n).astype(np.uint64))
+    words = [fps, rng.integers(0, 2**40, n).astype(np.uint64)]
+    states = States(fps, words, rng.integers(0, 2**63, n).astype(np.uint64),
+                    rng.integers(0, 25, n).astype(np.int64))
+    data, description = level_bytes(states, exact=False)
+    assert description["rows"] == n and description["bytes"] == data.nbytes
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
+    encodings = {meta.column(i).path_in_schema: meta.column(i).encodings
+                 for i in range(meta.num_columns)}
+    assert set(encodings) == {"fp", "w0", "w1", "parent", "action"}
+    for name, used in encodings.items():
+        assert any("DICTIONARY" in e for e in used) == (name == "action"), (name, used)
+    table = pq.read_table(pa.BufferReader(data))
+    assert np.array_equal(table.column("w1").to_numpy().view(np.uint64), words[1])
+    assert np.array_equal(table.column("action").to_numpy(), states.actions)
 
 
 def test_each_bucket_belongs_to_exactly_one_task():
