@@ -4,25 +4,27 @@ The scalarsets whose members index each other or are named by another scalarset
 (`canonical._is_simple` says no) cannot be rebuilt by sorting alone: a member's
 data holds other members' names. When trying every element of their group would
 cost more than MAX_ELEMENTS images per state, they are *refined* as graph
-canonicalisers do, on whole batches:
+canonicalisers do, on whole batches, one scalarset at a time (fewest members first):
 
-1. Each member gets a *colour*: what the state says about it with every member's
-   name erased (its own cells, with a held member written as "a member" or "itself",
-   and which unindexed slots hold it). Renaming members moves colours with them, so
-   ordering members by colour is a choice the orbit makes, not the state.
-2. The state is rebuilt with each refined scalarset's members in colour order
-   (ties in member order): the *sorted* state.
+1. Each member gets a *colour*: what the state says about it with the names of the
+   members not yet arranged erased (its own cells, a held member written as "a
+   member" or "itself", and which slots of arranged variables hold it). Renaming
+   members moves colours with them, so ordering members by colour is a choice the
+   orbit makes, not the state.
+2. The state is rebuilt with the scalarset's members in colour order (ties in
+   member order).
 3. Members of equal colour (a *block*) may still differ in how they are named
-   elsewhere. A block whose neighbouring swaps all leave the sorted state unchanged
-   is inert: every permutation of it does. The representative is the least image of
-   the sorted state under the permutations of the other blocks.
+   elsewhere. A block whose neighbouring swaps all leave the state unchanged is
+   inert: every permutation of it does. Every permutation of the other blocks is
+   tried, and each image goes on to the next scalarset, whose colours may now read
+   this one's names. The representative is the least state reached.
 
-Every state of an orbit reaches the same set of images in step 3 (permutations that
-order members by colour, composed with those of tied members), so the least is a
-function of the orbit; it is one of the state's images, so it lies in the orbit.
-Exact, however weak the colour; the colour only decides how few images are tried.
-Lanes are grouped by their colour order and blocks, and each group is handled with
-the elements it needs, built on demand.
+Every state of an orbit reaches the same set of states (the permutations that order
+members by colour, composed with those of tied members, at each step), so the least
+is a function of the orbit; it is one of the state's images, so it lies in the
+orbit. Exact, however weak the colour: the colour only decides how few images are
+tried. Lanes are grouped by their colour order and blocks, and each group is handled
+with the elements it needs, built on demand.
 """
 
 from __future__ import annotations
