@@ -252,6 +252,28 @@ def test_successors_rebuilt_from_keys_equal_the_expansion(monkeypatch, symmetry)
         assert np.array_equal(got, want[::-1])
 
 
+def assert_one_representative_per_orbit(machine: Machine, canon: Canonicalizer,
+                                        rng: np.random.Generator, permutations: int,
+                                        lifted_every: int) -> list[np.ndarray]:
+    """On 300 random in-type states: their images under random elements of the whole
+    group have the same representatives, and the lifting element of every
+    `lifted_every`-th state maps it onto its representative. Returns those."""
+    layout, group = canon.layout, canon.group
+    cols = np.stack([rng.integers(s.lo, s.hi + 1, size=300) for s in machine.slots], axis=1)
+    words = layout.pack_batch(cols)
+    reps = canon.canonical(words)
+    for _ in range(permutations):
+        element = group.element(tuple(tuple(int(i) for i in rng.permutation(len(s.members)))
+                                      for s in group.scalarsets))
+        image = canon.permute(words, element)
+        assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
+    for i in range(0, len(cols), lifted_every):
+        one = [w[i:i + 1] for w in words]
+        element = canon.element_to_representative(one)
+        assert [int(w[0]) for w in canon.permute(one, element)] == [int(w[i]) for w in reps]
+    return reps
+
+
 @pytest.mark.parametrize("requests", [7, 8])
 def test_past_six_members_a_sorted_scalarset_needs_no_list_of_the_group(requests):
     """7 and 8 interchangeable requests (5,040 and 40,320 permutations): the canonical
@@ -260,23 +282,12 @@ def test_past_six_members_a_sorted_scalarset_needs_no_list_of_the_group(requests
     state onto it."""
     machine = build_machine(load_model("tracker_small", MODELS),
                             {"requests": str(requests), "max_now": "2", "max_ts": "1"})
-    layout = Layout(machine)
     group = SymmetryGroup(machine)
-    canon = Canonicalizer(group, layout)
+    canon = Canonicalizer(group, Layout(machine))
     assert canon.method == "Request by sorted signature"
     assert group.size == math.factorial(requests)
-    rng = np.random.default_rng(requests)
-    cols = np.stack([rng.integers(s.lo, s.hi + 1, size=300) for s in machine.slots], axis=1)
-    words = layout.pack_batch(cols)
-    reps = canon.canonical(words)
-    for _ in range(40):
-        element = group.element((tuple(int(i) for i in rng.permutation(requests)),))
-        image = canon.permute(words, element)
-        assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
-    for i in range(0, len(cols), 29):
-        one = [w[i:i + 1] for w in words]
-        element = canon.element_to_representative(one)
-        assert [int(w[0]) for w in canon.permute(one, element)] == [int(w[i]) for w in reps]
+    assert_one_representative_per_orbit(machine, canon, np.random.default_rng(requests),
+                                        permutations=40, lifted_every=29)
     with pytest.raises(SpecError, match="40,320 permutations to try per state|5,040 "
                                         "permutations to try per state"):
         group.elements_permuting([0])  # what the smallest-image method would need
@@ -336,24 +347,12 @@ def test_a_refined_representative_depends_only_on_the_orbit(clients, servers):
     states rarely have them): the image under random permutations of both scalarsets
     has the same representative, and the lifting element maps each state onto it."""
     machine = LOCKS.instantiate({"clients": clients, "servers": servers})
-    layout = Layout(machine)
-    group = SymmetryGroup(machine)
-    canon = Canonicalizer(group, layout)
+    canon = Canonicalizer(SymmetryGroup(machine), Layout(machine))
     assert "refined" in canon.method
-    rng = np.random.default_rng(clients * 10 + servers)
-    cols = np.stack([rng.integers(s.lo, s.hi + 1, size=300) for s in machine.slots], axis=1)
-    words = layout.pack_batch(cols)
-    reps = canon.canonical(words)
-    assert len({tuple(int(w[i]) for w in reps) for i in range(300)}) > 1
-    for _ in range(12):
-        element = group.element(tuple(tuple(int(i) for i in rng.permutation(len(s.members)))
-                                      for s in group.scalarsets))
-        image = canon.permute(words, element)
-        assert all((a == b).all() for a, b in zip(canon.canonical(image), reps, strict=True))
-    for i in range(0, len(cols), 23):
-        one = [w[i:i + 1] for w in words]
-        element = canon.element_to_representative(one)
-        assert [int(w[0]) for w in canon.permute(one, element)] == [int(w[i]) for w in reps]
+    reps = assert_one_representative_per_orbit(
+        machine, canon, np.random.default_rng(clients * 10 + servers), permutations=12,
+        lifted_every=23)
+    assert len(set(zip(*(w.tolist() for w in reps), strict=True))) > 1
 
 
 def test_past_six_members_a_refined_counterexample_is_as_short_as_the_full_search():
