@@ -33,7 +33,7 @@ from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64, Layout
 from checker.symmetry.group import MAX_ELEMENTS, Element, SymmetryGroup
 from checker.symmetry.refine import Refinement
-from checker.symmetry.signatures import lex_less, pack_keys, stable_ranks
+from checker.symmetry.signatures import lex_less, member_cells, pack_keys, stable_ranks
 
 if TYPE_CHECKING:
     from checker.engines.explicit.successors import Kernel
@@ -79,10 +79,9 @@ class Canonicalizer:
         self._sorts = [_SignatureSort(s, group.machine, layout) for s in simple]
         self._sorted = [i for i, s in enumerate(group.scalarsets) if s in simple]
         self._plans: dict[tuple[tuple[int, ...], ...], _Plan] = {}
-        others = [i for i in range(len(group.scalarsets)) if i not in self._sorted]
-        self._others = others
-        many = math.prod(math.factorial(len(group.scalarsets[i].members)) for i in others)
-        self._refine = Refinement(group, layout, others, self.images) \
+        self._others = [i for i in range(len(group.scalarsets)) if i not in self._sorted]
+        many = math.prod(math.factorial(len(group.scalarsets[i].members)) for i in self._others)
+        self._refine = Refinement(group, layout, self._others, self.images) \
             if many > MAX_ELEMENTS and method != "search" else None
 
     @functools.cached_property
@@ -224,23 +223,8 @@ class _SignatureSort:
     def __init__(self, sset: Scalarset, machine: Machine, layout: Layout):
         self.sset = sset
         self.layout = layout
-        k = len(sset.members)
-        paths = [path for v in machine.vars for path, _ in v.type.leaves()]
         # cells[f][i]: the slot of member i's f-th own field, in one order for all members
-        features: dict[tuple, list[int]] = {}
-        axes = dict(sset.index)
-        for slot in machine.slots:
-            if slot.var not in axes or not layout.fields[slot.index].bits:
-                continue
-            path = list(paths[slot.index])
-            ints = [p for p, step in enumerate(path) if isinstance(step, int)]
-            member = path[ints[axes[slot.var][0]]]
-            if member not in sset.members:
-                continue  # a cell of no member (past the members on a longer axis)
-            path[ints[axes[slot.var][0]]] = None
-            features.setdefault((slot.var, tuple(path)), [0] * k)[
-                sset.members.index(member)] = slot.index
-        self.cells = list(features.values())
+        self.cells = [row for _, row in member_cells(sset, machine, layout)]
         self.value_slots = [s.index for s in machine.slots
                             if s.var in sset.values and layout.fields[s.index].bits]
         self.members = np.array(sset.members, dtype=np.int64)

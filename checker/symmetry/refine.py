@@ -39,7 +39,7 @@ import numpy as np
 from checker.errors import CheckerError
 from checker.packing import U64, Layout
 from checker.symmetry.group import Element, SymmetryGroup
-from checker.symmetry.signatures import lex_less, pack_keys, stable_ranks
+from checker.symmetry.signatures import lex_less, member_cells, pack_keys, stable_ranks
 
 MAX_TIE_IMAGES = 40_320  # 8!: the most images of one state the tied blocks may need
 
@@ -215,24 +215,8 @@ class _Colouring:
         machine = group.machine
         indexers = {v: {i for i, s in enumerate(everyone) if v in dict(s.index)}
                     for v in {v for s in everyone for v, _ in s.index}}
-        axes = dict(sset.index)
-        paths = [path for v in machine.vars for path, _ in v.type.leaves()]
-        cells: dict[tuple, list[int | None]] = {}
-        for slot in machine.slots:
-            if (slot.var not in axes or len(axes[slot.var]) != 1
-                    or not indexers[slot.var] - {which} <= arranged
-                    or not layout.fields[slot.index].bits):
-                continue
-            path = list(paths[slot.index])
-            ints = [p for p, step in enumerate(path) if isinstance(step, int)]
-            member = path[ints[axes[slot.var][0]]]
-            if member not in sset.members:
-                continue
-            path[ints[axes[slot.var][0]]] = None
-            cells.setdefault((slot.var, tuple(path)), [None] * self.k)[
-                sset.members.index(member)] = slot.index
-        self.cells = [(var, [s for s in row if s is not None]) for (var, _), row in cells.items()
-                      if all(s is not None for s in row)]
+        self.cells = member_cells(sset, machine, layout,
+                                  lambda var: indexers[var] - {which} <= arranged)
         # per variable: the values that name members of scalarsets not yet arranged
         self.unnamed = {v: sorted({m for i, s in enumerate(everyone)
                                    if v in s.values and i not in arranged for m in s.members})

@@ -7,9 +7,12 @@ scalarset (`canonical`) and the refinement of the others (`refine`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from checker.packing import U64
+from checker.lang.machine import Machine, Scalarset
+from checker.packing import U64, Layout
 
 
 def pack_keys(fields: list[tuple[np.ndarray, int]]) -> list[np.ndarray]:
@@ -42,3 +45,30 @@ def stable_ranks(keys: list[list[np.ndarray]], lanes: int) -> list[np.ndarray]:
     return [sum((lex_less(keys[j], keys[i]) if j > i else ~lex_less(keys[i], keys[j])
                  for j in range(k) if j != i), np.zeros(lanes, dtype=np.int64))
             for i in range(k)]
+
+
+def member_cells(sset: Scalarset, machine: Machine, layout: Layout,
+                 keep: Callable[[str], bool] = lambda var: True
+                 ) -> list[tuple[str, list[int]]]:
+    """A scalarset's members' own fields, as (variable, the slot of each member's cell)
+    in one order for all members: the slots of variables it indexes on one axis (and
+    `keep` accepts), one row per path with the member's position left open. Rows some
+    member has no cell in (past the members on a longer axis) are left out."""
+    k = len(sset.members)
+    paths = [path for v in machine.vars for path, _ in v.type.leaves()]
+    axes = dict(sset.index)
+    cells: dict[tuple, list[int | None]] = {}
+    for slot in machine.slots:
+        if (slot.var not in axes or len(axes[slot.var]) != 1 or not keep(slot.var)
+                or not layout.fields[slot.index].bits):
+            continue
+        path = list(paths[slot.index])
+        at = [p for p, step in enumerate(path) if isinstance(step, int)][axes[slot.var][0]]
+        member = path[at]
+        if member not in sset.members:
+            continue  # a cell of no member (past the members on a longer axis)
+        path[at] = None
+        cells.setdefault((slot.var, tuple(path)), [None] * k)[
+            sset.members.index(member)] = slot.index
+    return [(var, [s for s in row if s is not None]) for (var, _), row in cells.items()
+            if all(s is not None for s in row)]
