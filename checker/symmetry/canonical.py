@@ -13,6 +13,9 @@ Two methods, chosen per scalarset (docs/decisions/0016-scalarset-canonical-form.
 * **The smallest image** for the others: every group element's image, compared
   as packed words (word 0 first), keeping the least. Cost per state: one pass per
   moved field for each of the k! elements.
+* **Refinement** (`refine.py`) for the others instead, where their elements number
+  more than MAX_ELEMENTS: members ordered by what the state says of them, and only
+  look-alike members tried in every order.
 
 Simple scalarsets are sorted first, then the smallest image is taken over the
 elements that permute only the others: since the two kinds touch disjoint
