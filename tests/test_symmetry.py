@@ -30,7 +30,7 @@ from checker.models import build_machine, list_models, load_model  # noqa: E402
 from checker.packing import Layout  # noqa: E402
 from checker.symmetry.canonical import Canonicalizer  # noqa: E402
 from checker.symmetry.group import SymmetryGroup  # noqa: E402
-from checker.symmetry.signatures import lex_less  # noqa: E402
+from checker.symmetry.signatures import least  # noqa: E402
 from checker.symmetry.verify import check_symmetry  # noqa: E402
 from checker.traces.itf import write_trace  # noqa: E402
 from checker.traces.replay import check_trace  # noqa: E402
@@ -317,10 +317,7 @@ def least_images(machine: Machine, words: list[np.ndarray], monkeypatch) -> int:
     monkeypatch.setattr("checker.symmetry.group.MAX_ELEMENTS", 10**6)
     group = SymmetryGroup(machine)
     canon = Canonicalizer(group, Layout(machine), "search")
-    best = words
-    for image in canon.images(words, every_element(group)[1:]):
-        smaller = lex_less(image, best)
-        best = [np.where(smaller, a, b) for a, b in zip(image, best, strict=True)]
+    best = least(canon.images(words, every_element(group)))
     return len(set(zip(*(w.tolist() for w in best), strict=True)))
 
 

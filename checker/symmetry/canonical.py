@@ -25,6 +25,7 @@ variables, the result is still one state per orbit. No Python loop per state.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from checker.lang.machine import Machine, Scalarset
 from checker.packing import U64, Layout
 from checker.symmetry.group import MAX_ELEMENTS, Element, SymmetryGroup
 from checker.symmetry.refine import Refinement
-from checker.symmetry.signatures import lex_less, member_cells, pack_keys, stable_ranks
+from checker.symmetry.signatures import least, member_cells, pack_keys, stable_ranks
 
 if TYPE_CHECKING:
     from checker.engines.explicit.successors import Kernel
@@ -114,12 +115,7 @@ class Canonicalizer:
         words = self._sort_all(words)
         if self._refine is not None:
             return self._refine.canonical(words)
-        best = words
-        for image in self.images(words, self._searched):
-            smaller = lex_less(image, best)
-            if smaller.any():
-                best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
-        return best
+        return least(itertools.chain([words], self.images(words, self._searched)))
 
     def element_to_representative(self, words: list[np.ndarray]) -> Element:
         """For a batch of one state: a group element mapping it to its representative

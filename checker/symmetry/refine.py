@@ -39,7 +39,7 @@ import numpy as np
 from checker.errors import CheckerError
 from checker.packing import U64, Layout
 from checker.symmetry.group import Element, SymmetryGroup
-from checker.symmetry.signatures import lex_less, member_cells, pack_keys, stable_ranks
+from checker.symmetry.signatures import least, member_cells, pack_keys, stable_ranks
 
 MAX_TIE_IMAGES = 40_320  # 8!: the most images of one state the tied blocks may need
 
@@ -136,16 +136,7 @@ class Refinement:
                     "run with --no-symmetry")
             elements = [self._element(which, shuffle)
                         for shuffle in _shuffles(active, self.stages[stage].k)]
-            best: list[np.ndarray] | None = None
-            for image in self.images(sub, elements):
-                image = self._canon(image, stage + 1)
-                if best is None:
-                    best = image
-                    continue
-                smaller = lex_less(image, best)
-                if smaller.any():
-                    best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
-            assert best is not None
+            best = least(self._canon(image, stage + 1) for image in self.images(sub, elements))
             for o, b in zip(out, best, strict=True):
                 o[lanes] = b
         return out

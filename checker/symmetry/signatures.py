@@ -7,7 +7,7 @@ scalarset (`canonical`) and the refinement of the others (`refine`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -35,6 +35,17 @@ def lex_less(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarray:
     for x, y in zip(reversed(a[:-1]), reversed(b[:-1]), strict=True):
         less = (x < y) | ((x == y) & less)
     return less
+
+
+def least(images: Iterable[list[np.ndarray]]) -> list[np.ndarray]:
+    """Per lane, the least of several images of a batch (compared word 0 first)."""
+    found = iter(images)
+    best = next(found)
+    for image in found:
+        smaller = lex_less(image, best)
+        if smaller.any():
+            best = [np.where(smaller, im, b) for im, b in zip(image, best, strict=True)]
+    return best
 
 
 def stable_ranks(keys: list[list[np.ndarray]], lanes: int) -> list[np.ndarray]:
