@@ -449,33 +449,30 @@ class _Worker:
                 key, prop = exp.step_violation
                 exp.step_violation = (int(_rekey(np.array([key]), self.ranks, A)[0]), prop)
 
-        def route(exp: Expansion) -> None:
-            fps = layout.fingerprints(exp.words)
+        def route(exp: Expansion) -> None:  # collapsed first: fewer rows to split and send
+            fps, gen, words = dedup.distinct(layout.fingerprints(exp.words), exp.gen,
+                                             exp.words)
             owner = owners(fps, n, exact)
-            order = np.argsort(owner, kind="stable")  # a radix sort of small integers
-            cuts = np.concatenate(([0], np.cumsum(np.bincount(owner, minlength=n))))
-            fps, gen = fps[order], exp.gen[order]
-            ws = [fps] if exact else [w[order] for w in exp.words]
             for v in range(n):
-                a, b = cuts[v], cuts[v + 1]
-                if a == b:
+                rows = np.flatnonzero(owner == v)  # a gather is cheaper than a mask here
+                part = [fps[rows], gen[rows], *(w[rows] for w in words)]
+                if not len(part[0]):
                     continue
                 if v == self.index:
-                    dedup.add(fps[a:b], gen[a:b], [w[a:b] for w in ws])
+                    dedup.add_distinct(part[0], part[1], part[2:])
                 else:
-                    self.peers[v].send("part", None, [fps[a:b], gen[a:b],
-                                                      *([] if exact else [w[a:b] for w in ws])])
+                    self.peers[v].send("part", None, part)
 
         def between(done: int) -> None:
             self.done[self.index] = done
-            self._take(dedup, exact, block=False)
+            self._take(dedup, block=False)
 
         expand_frontier(kernel, self.words, 0, self.deadlock, self.batch_size, level, route,
                         between, rekey=rekey)
         self.done[self.index] = len(self.words[0])
         for channel in self.peers.values():
             channel.send("end")
-        self._take(dedup, exact, block=True)
+        self._take(dedup, block=True)
         # expanded: this share of the frontier is not read again, and its memory and the
         # expansion's go back before the level's arrays are made
         self.words, self.ranks = [], np.empty(0, dtype=np.int64)
@@ -502,7 +499,7 @@ class _Worker:
         self.visited.add_sorted(fps)
         self.ranks, self.words = places, words
 
-    def _take(self, dedup: LevelDedup, exact: bool, block: bool) -> None:
+    def _take(self, dedup: LevelDedup, block: bool) -> None:
         """Deduplicate the successors peers sent: until each has said "end" (`block`),
         or while any are waiting. A peer's new fingerprints are kept for `level`."""
         while len(self.ended) < self.n - 1:
@@ -516,7 +513,7 @@ class _Worker:
             elif tag == "fps":
                 self.early[v] = arrays[0]
             else:
-                dedup.add(arrays[0], arrays[1], [arrays[0]] if exact else arrays[2:])
+                dedup.add_distinct(arrays[0], arrays[1], arrays[2:])
 
 
 def _rekey(keys: np.ndarray, ranks: np.ndarray, n_actions: int) -> np.ndarray:
