@@ -29,6 +29,7 @@ parent fingerprint, then action id) is the same as in the local engine.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import os
 import time
@@ -101,8 +102,9 @@ _KERNELS: dict[MachineRef, Kernel] = {}  # per Python worker, which Spark reuses
 
 
 def kernel_for(ref: MachineRef) -> Kernel:
-    """The machine's kernel in this worker; under symmetry, its successors are orbit
-    representatives, by the same canonical form as the local engine's."""
+    """The machine's kernel in this worker (every task's first call); under symmetry,
+    its successors are orbit representatives, by the same canonical form as the local
+    engine's."""
     kernel = _KERNELS.get(ref)
     if kernel is None:
         _frugal_arrow()
@@ -111,6 +113,9 @@ def kernel_for(ref: MachineRef) -> Kernel:
             from checker.symmetry.canonical import reduce_by_orbits
 
             reduce_by_orbits(kernel)
+    # PySpark's daemon runs a full collection after every task: frozen, what earlier
+    # tasks left (the kernel, the modules) is not scanned again (decision 0013)
+    gc.freeze()
     return kernel
 
 

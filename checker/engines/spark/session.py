@@ -54,8 +54,11 @@ def spark_session(master: str = DEFAULT_MASTER, driver_memory: str | None = None
         "spark.ui.showConsoleProgress": "false",  # progress is ours, one line per level
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "ctmc-spark-warehouse"),
     }
-    # Spark's own logs (Java stack traces included) stay off the terminal unless debugging
-    settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_log_config()}"
+    # Spark's own logs (Java stack traces included) stay off the terminal unless debugging.
+    # The JIT stops at its first tier: the driver's work is scheduling, and the optimising
+    # compiler's warm-up took a third of a short run's CPU (decision 0013's addendum)
+    settings["spark.driver.extraJavaOptions"] = \
+        f"-Dlog4j2.configurationFile={_log_config()} -XX:TieredStopAtLevel=1"
     if _LOCAL_MASTER.fullmatch(master):  # executors run here: this interpreter
         # PySpark starts its workers with $PYSPARK_PYTHON (else `python3` on the PATH), not
         # with the spark.pyspark.python setting: from a venv that is not activated, that
