@@ -444,7 +444,7 @@ def dedupe_states(task: LevelTask, kernel: Kernel, got: States,
     checked against the invariants."""
     exact = kernel.layout.exact
     candidates = got.take(_canonical_rows(got.fps, got.parents, got.actions), exact)
-    new = candidates.take(~known(candidates.fps), exact)
+    new = candidates.take(np.flatnonzero(~known(candidates.fps)), exact)  # gathers: faster
     del candidates
     summary = DedupeSummary(np.bincount(new.actions, minlength=kernel.n_actions), len(new.fps))
     first = np.empty(len(new.fps), dtype=np.int64)
