@@ -25,7 +25,7 @@ from checker.engines.explicit.bfs import check as local_check
 from checker.engines.result import CheckResult
 from checker.engines.spark import run_dir as spark_run_dir
 from checker.engines.spark import visited_runs
-from checker.engines.spark.levels import LevelTask, States, level_bytes
+from checker.engines.spark.levels import LevelTask, MachineRef, States, kernel_for, level_bytes
 from checker.engines.spark.search import SparkOptions, level_job
 from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
@@ -306,6 +306,35 @@ def test_level_files_use_a_dictionary_for_actions_only():
     table = pq.read_table(pa.BufferReader(data))
     assert np.array_equal(table.column("w1").to_numpy().view(np.uint64), words[1])
     assert np.array_equal(table.column("action").to_numpy(), states.actions)
+
+
+def test_a_task_freezes_what_it_finds_before_pysparks_collection(spark):
+    """PySpark's daemon runs a full garbage collection after every task in a reused
+    Python worker; it scanned the kernel and the modules every time (40 ms of CPU a
+    task on tracker_bench_large), so a task's first call freezes them. The driver (or a
+    test) calling the same function freezes nothing."""
+    import gc
+
+    ref = MachineRef.of(model_machine("tracker_small")[0])
+
+    def frozen(_: int, rows):
+        from checker.engines.spark.levels import kernel_for
+
+        kernel_for(ref)
+        yield gc.get_freeze_count()
+
+    counts = spark.sparkContext.parallelize(range(2), 2).mapPartitionsWithIndex(frozen).collect()
+    assert len(counts) == 2 and all(count > 1000 for count in counts), counts
+    before = gc.get_freeze_count()
+    kernel_for(ref)
+    assert gc.get_freeze_count() == before
+
+
+def test_the_driver_jvm_runs_the_first_jit_tier_only(spark):
+    """The driver's JVM schedules; its optimising compiler's warm-up was a third of a
+    short run's CPU. The option reaches the running JVM."""
+    runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    assert "-XX:TieredStopAtLevel=1" in list(runtime.getInputArguments())
 
 
 def test_each_bucket_belongs_to_exactly_one_task():

@@ -113,9 +113,12 @@ def kernel_for(ref: MachineRef) -> Kernel:
             from checker.symmetry.canonical import reduce_by_orbits
 
             reduce_by_orbits(kernel)
-    # PySpark's daemon runs a full collection after every task: frozen, what earlier
-    # tasks left (the kernel, the modules) is not scanned again (decision 0013)
-    gc.freeze()
+    from pyspark import TaskContext
+
+    if TaskContext.get() is not None:  # in a Spark task, not a driver or a test
+        # PySpark's daemon runs a full collection after every task: frozen, what earlier
+        # tasks left (the kernel, the modules) is not scanned again (decision 0013)
+        gc.freeze()
     return kernel
 
 
