@@ -318,8 +318,6 @@ def test_a_task_freezes_what_it_finds_before_pysparks_collection(spark):
     ref = MachineRef.of(model_machine("tracker_small")[0])
 
     def frozen(_: int, rows):
-        from checker.engines.spark.levels import kernel_for
-
         kernel_for(ref)
         yield gc.get_freeze_count()
 
