@@ -45,7 +45,7 @@ def main() -> None:
     print(f"{'level':>5} {'generated':>12} {'rows sent':>12} {'distinct':>12} {'new':>12} "
           f"{'rows/new':>8} {'distinct/new':>12}")
     for level in range(1, args.depth + 1):
-        task = bucket_of(fps, args.tasks)
+        task = bucket_of(fps, args.tasks, layout.exact)
         generated = sent = 0
         kept_fps, kept_words = [], []
         for t in range(args.tasks):

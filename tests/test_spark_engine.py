@@ -31,6 +31,7 @@ from checker.engines.spark.search import check as spark_check
 from checker.errors import CheckerError
 from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
+from checker.packing import Layout
 from tests.conftest import LOCAL, start_session
 from tests.model_folders import one_error_line, run_cli
 from tests.specs.counter import COUNTER
@@ -275,7 +276,7 @@ def test_the_run_directory_holds_sorted_buckets_and_visited_runs(spark, tmp_path
             table = pq.read_table(run_dir / f"level={k}" / f"part-{bucket:05d}.parquet")
             got = table.column("fp").to_numpy().view(np.uint64)
             assert (np.diff(got.astype(object)) > 0).all() if len(got) > 1 else True
-            assert (visited_runs.bucket_of(got, 3) == bucket).all()
+            assert (visited_runs.bucket_of(got, 3, Layout(machine).exact) == bucket).all()
             fps.append(got)
         folder = run_dir / "visited" / f"bucket={bucket:05d}"
         names = sorted(p.name for p in folder.iterdir())

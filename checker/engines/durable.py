@@ -34,13 +34,15 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_bytes(path: Path, data: bytes | memoryview, sync: bool = True) -> None:
-    """Replace `path` with `data` atomically (a process rewriting the same bytes under
-    the same name, as a retried task does, harms no reader) and, if `sync`, synced to
-    disk before it gets its name."""
+def write_bytes(path: Path, data: bytes | memoryview | list[memoryview],
+                sync: bool = True) -> None:
+    """Replace `path` with `data` (or the concatenation of its parts) atomically (a
+    process rewriting the same bytes under the same name, as a retried task does, harms
+    no reader) and, if `sync`, synced to disk before it gets its name."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        f.write(data)
+        for part in data if isinstance(data, list) else [data]:
+            f.write(part)
         if sync:
             f.flush()
             os.fsync(f.fileno())

@@ -36,7 +36,7 @@ from pyspark.accumulators import Accumulator, AccumulatorParam
 
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import sorted_hits
-from checker.engines.spark import visited_runs
+from checker.engines.spark import exchange
 from checker.engines.spark.levels import (
     DedupeSummary,
     ExpandSummary,
@@ -112,10 +112,10 @@ def expand(task: LevelTask, index: int, items: Iterator[tuple[int, Any]]
     frontier = concat([carried[b].frontier for b in mine], kernel)
     del carried
     summary, rows = expand_states(task, kernel, frontier, started)
-    targets = visited_runs.bucket_of(rows[0], task.buckets)
-    order = np.argsort(targets, kind="stable")  # each target's rows stay sorted
-    block = np.stack(rows, axis=1)[order] if len(order) else np.empty((0, len(rows)), U64)
-    bounds = np.searchsorted(targets[order], np.arange(task.buckets + 1))
+    bounds, order = exchange.grouping(rows[0], task.buckets, kernel.layout.exact)
+    block = np.stack(rows, axis=1) if len(rows[0]) else np.empty((0, len(rows)), U64)
+    if order is not None:
+        block = block[order]
     for target in range(task.buckets):
         lo, hi = int(bounds[target]), int(bounds[target + 1])
         if hi > lo:

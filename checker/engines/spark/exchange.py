@@ -2,16 +2,18 @@
 
 Each expand task writes one file with its successors grouped by target bucket:
 
-    DIR/exchange/level=K/from-T.u64     uint64 words:
-        [buckets + 1 row offsets] [fp column] [word columns...] [parent column] [action column]
+    DIR/exchange/level=K/from-T.u64
+        [buckets + 1 row offsets] [word columns] [parent column]   (uint64 each)
+        [action column]   (uint16; uint32 past 65,536 actions)
 
-and a dedupe task reads its bucket's rows from every expand task's file (one
-range per column). The rows never go through pickling, a socket to the JVM
-or Spark's shuffle files: measured on the tracker bench model, that path cost
-more core-time than computing the successors (decision 0013). Spark still
-orders the two stages and retries tasks: a retried expand task rewrites the same
-bytes under the same name (atomically), and a reader that opened the old file
-keeps reading it. The driver deletes a level's folder once the level is
+With exact fingerprints the one word is the fingerprint; hashed ones are left out,
+as the reader hashes the words again. A dedupe task reads its bucket's rows from
+every expand task's file (one range per column). The rows never go through
+pickling, a socket to the JVM or Spark's shuffle files: measured on the tracker
+bench model, that path cost more core-time than computing the successors (decision
+0013). Spark still orders the two stages and retries tasks: a retried expand task
+rewrites the same bytes under the same name (atomically), and a reader that opened
+the old file keeps reading it. The driver deletes a level's folder once the level is
 recorded; resume deletes any left over.
 """
 
@@ -22,8 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from checker.engines.durable import write_bytes
+from checker.engines.explicit.bfs import action_dtype
 from checker.engines.spark import visited_runs
-from checker.packing import U64
+from checker.packing import U64, Layout
 
 EXCHANGE = "exchange"
 
@@ -36,45 +39,65 @@ def _file(root: Path, level: int, task: int) -> Path:
     return folder(root, level) / f"from-{task:05d}.u64"
 
 
-def write(root: Path, level: int, task: int, buckets: int, columns: list[np.ndarray]) -> int:
-    """Write task `task`'s rows (equal-length uint64 `columns`, the first holding
-    fingerprints) for level `level`, grouped by target bucket; returns the bytes."""
-    offsets, order = bucket_order(columns[0], buckets)
-    n = len(order)
-    data = np.empty(len(offsets) + len(columns) * n, dtype="<u8")
-    data[:len(offsets)] = offsets
-    at = len(offsets)
-    for column in columns:
-        np.take(column, order, out=data[at:at + n])
-        at += n
+def write(root: Path, level: int, task: int, buckets: int, rows: list[np.ndarray],
+          layout: Layout, n_actions: int) -> int:
+    """Write task `task`'s rows for level `level` (`file_columns` of `rows`: fingerprint,
+    words unless exact, parent, action; sorted by fingerprint), grouped by target
+    bucket; returns the bytes."""
+    offsets, order = grouping(rows[0], buckets, layout.exact)
+    stored = file_columns(rows, layout.exact, n_actions)
+    parts = [offsets, *(stored if order is None else (np.take(c, order) for c in stored))]
     path = _file(root, level, task)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes(path, data.data.cast("B"), sync=False)  # a crash redoes the level
-    return data.nbytes
+    views = [np.ascontiguousarray(p, dtype=p.dtype.newbyteorder("<")).data.cast("B")
+             for p in parts]
+    write_bytes(path, views, sync=False)  # a crash redoes the level
+    return sum(len(v) for v in views)
 
 
-def bucket_order(fps: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """The order that groups rows by the bucket of their fingerprint `fps`, each
-    bucket's rows in their order, and where each bucket starts in it: bucket B's rows
-    are `order[offsets[B]:offsets[B + 1]]`."""
-    targets = visited_runs.bucket_of(fps, buckets).astype(np.uint16)
-    order = np.argsort(targets, kind="stable")  # a radix sort; each bucket stays sorted
-    offsets = np.searchsorted(targets[order], np.arange(buckets + 1)).astype(U64)
-    return offsets, order
+def file_columns(rows: list[np.ndarray], exact: bool, n_actions: int) -> list[np.ndarray]:
+    """What a file keeps of each row: not a hashed fingerprint (the reader hashes the
+    words again, which costs less than writing and reading its 8 bytes: the exchange is
+    a level's largest write), and the action in 2 bytes (4 past 65,536 actions)."""
+    kept = rows if exact else rows[1:]
+    return [*kept[:-1], kept[-1].astype(action_dtype(n_actions))]
 
 
-def read(root: Path, level: int, tasks: int, buckets: int, bucket: int, n_columns: int
-         ) -> list[np.ndarray]:
-    """Bucket `bucket`'s rows from every task's file: `n_columns` uint64 columns, each
-    the concatenation of the tasks' shares (each share sorted by fingerprint). Only
-    those rows are read: a task's memory holds its buckets, not the whole exchange."""
-    parts: list[list[np.ndarray]] = [[] for _ in range(n_columns)]
+def grouping(fps: np.ndarray, buckets: int, exact: bool
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Where each bucket's rows start among rows ordered by the bucket of their
+    fingerprints `fps`, and the order that groups them so (each bucket's rows in their
+    order), or None when they are grouped already: hashed fingerprints, sorted, are in
+    bucket order (`bucket_of`), which saves gathering every column (on the billion
+    model, that gather cost a tenth of a level's CPU)."""
+    targets = visited_runs.bucket_of(fps, buckets, exact)
+    order = None
+    if len(targets) > 1 and (targets[1:] < targets[:-1]).any():
+        order = np.argsort(targets.astype(np.uint16), kind="stable")  # a radix sort
+        targets = targets[order]
+    return np.searchsorted(targets, np.arange(buckets + 1)).astype(U64), order
+
+
+def read(root: Path, level: int, tasks: int, buckets: int, bucket: int, layout: Layout,
+         n_actions: int) -> list[np.ndarray]:
+    """Bucket `bucket`'s rows from every task's file, as `write` was given them
+    (fingerprint, words unless exact, parent, action: uint64 columns), each column the
+    concatenation of the tasks' shares (each share sorted by fingerprint). Only those
+    rows are read: a task's memory holds its buckets, not the whole exchange."""
+    dtypes = [np.dtype("<u8")] * ((1 if layout.exact else layout.n_words) + 1)
+    dtypes.append(np.dtype(action_dtype(n_actions)).newbyteorder("<"))
+    parts: list[list[np.ndarray]] = [[] for _ in dtypes]
     for task in range(tasks):
         with open(_file(root, level, task), "rb") as f:
             offsets = np.fromfile(f, dtype="<u8", count=buckets + 1)
             rows = int(offsets[-1])
             lo, hi = int(offsets[bucket]), int(offsets[bucket + 1])
-            for c in range(n_columns):
-                f.seek(8 * (buckets + 1 + c * rows + lo))
-                parts[c].append(np.fromfile(f, dtype="<u8", count=hi - lo))
-    return [np.concatenate(p) if p else np.empty(0, dtype=U64) for p in parts]
+            at = 8 * (buckets + 1)  # where the column starts
+            for part, dtype in zip(parts, dtypes, strict=True):
+                f.seek(at + dtype.itemsize * lo)
+                part.append(np.fromfile(f, dtype=dtype, count=hi - lo))
+                at += dtype.itemsize * rows
+    columns = [np.concatenate(p) if p else np.empty(0, dtype=d)
+               for p, d in zip(parts, dtypes, strict=True)]
+    columns[-1] = columns[-1].astype(U64)
+    return columns if layout.exact else [layout.fingerprints(columns[:-2]), *columns]

@@ -288,7 +288,7 @@ def expand_buckets(task: LevelTask, index: int, _: Iterator[Any]
     maybe_fail(task.level)
     summary, rows = expand_states(task, kernel, frontier, started)
     summary.exchange_bytes = exchange.write(Path(task.root), task.level + 1, index,
-                                            task.buckets, rows)
+                                            task.buckets, rows, kernel.layout, kernel.n_actions)
     summary.write_seconds = time.perf_counter() - started - summary.seconds
     yield task.buckets_of(index)[0], summary
 
@@ -361,10 +361,9 @@ def dedupe_buckets(task: LevelTask, index: int, items: Iterator[tuple[int, Expan
     kernel = kernel_for(task.ref)
     for key, summary in items:  # routed here by its task's first bucket
         yield "expand", key, summary
-    n_columns = 3 if kernel.layout.exact else 3 + kernel.layout.n_words
     shares: dict[int, Callable[[], list[np.ndarray]]] = {
         b: partial(exchange.read, Path(task.root), task.level + 1, task.tasks, task.buckets,
-                   b, n_columns)
+                   b, kernel.layout, kernel.n_actions)
         for b in task.buckets_of(index)}
     yield from _dedupe_synced(task, kernel, shares)
 
@@ -379,8 +378,8 @@ def one_task_level(task: LevelTask, kernel: Kernel) -> list[tuple[str, int, Any]
     started = time.perf_counter()
     frontier = read_frontier(task, 0, kernel)
     summary, rows = expand_states(task, kernel, frontier, started)
-    offsets, order = exchange.bucket_order(rows[0], task.buckets)
-    grouped = [column[order] for column in rows]
+    offsets, order = exchange.grouping(rows[0], task.buckets, kernel.layout.exact)
+    grouped = rows if order is None else [column[order] for column in rows]
     del rows
     summary.write_seconds = time.perf_counter() - started - summary.seconds
     shares: dict[int, Callable[[], list[np.ndarray]]] = {
@@ -478,11 +477,12 @@ def concat(shares: list[States], kernel: Kernel) -> States:
 
 def _canonical_rows(fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> np.ndarray:
     """Per distinct fingerprint (in increasing order), the row of its smallest
-    (parent, action). The input is a few fingerprint-sorted shares (one per frontier
-    task), so a stable argsort merges them; the rest is linear: the smallest parent of
-    each run of equal fingerprints, then the smallest action among its rows with it.
-    A (parent, action) pair is one transition, so the choice is unique."""
-    order = np.argsort(fps, kind="stable")
+    (parent, action): an argsort, then the smallest parent of each run of equal
+    fingerprints and the smallest action among its rows with it. A (parent, action)
+    pair is one transition, so the choice is unique whatever order the sort leaves
+    equal fingerprints in: an unstable sort will do, and numpy's vectorised one takes
+    half the time of merging the input's sorted shares (one per frontier task)."""
+    order = np.argsort(fps)
     f = fps[order]
     if len(f) < 2:
         return order

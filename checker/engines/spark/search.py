@@ -103,7 +103,7 @@ from checker.symmetry.canonical import Canonicalizer, reduce_by_orbits
 from checker.symmetry.concrete import concrete_trace
 from checker.traces.trace import Trace
 
-ENGINE_VERSION = "spark-3"
+ENGINE_VERSION = "spark-4"
 MIN_PARTITIONS = 8  # default: 2 per core, at least this many
 MAX_PARTITIONS = 1 << 16  # bucket numbers travel as uint16
 STATES_PER_TASK = 1 << 18  # a frontier this size is worth one more task per stage
@@ -431,7 +431,7 @@ def _initial_level(run: _Run) -> _Found | None:
         prop = "" if undefined[i] else kernel.property_names[int(first[i])]
         return _Found(kind, 0, int(run.init_fps[i]), None, prop)
     states = States(run.init_fps, words, np.zeros(n, dtype=U64), np.full(n, -1, dtype=np.int64))
-    buckets = visited_runs.bucket_of(run.init_fps, run.run_dir.partitions)
+    buckets = visited_runs.bucket_of(run.init_fps, run.run_dir.partitions, layout.exact)
     root = run.run_dir.path
     files, runs = {}, {}
     shuffle = run.run_dir.exchange == SHUFFLE
@@ -728,7 +728,7 @@ def _path(run: _Run, depth: int, fp: int) -> Trace:
     n = run.run_dir.partitions
     for d in range(depth, 0, -1):
         key = np.array([fp], dtype=U64)
-        bucket = int(visited_runs.bucket_of(key, n)[0])
+        bucket = int(visited_runs.bucket_of(key, n, run.kernel.layout.exact)[0])
         path = level_file(run.run_dir.path, d, bucket)
         rows = read_level(path, run.kernel, ["fp", "parent", "action"])
         at = int(np.searchsorted(rows.fps, key[0]))

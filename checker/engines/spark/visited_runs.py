@@ -1,6 +1,6 @@
 """The visited set of a Spark run, on disk: per bucket, a few sorted runs of fingerprints.
 
-States are split into buckets by a hash of their fingerprint (`bucket_of`). Each
+States are split into buckets by range of their (spread) fingerprint (`bucket_of`). Each
 bucket's visited fingerprints are raw little-endian uint64 files, each sorted and
 each covering a range of levels:
 
@@ -32,11 +32,15 @@ VISITED = "visited"
 _MIX = U64(0x9E3779B97F4A7C15)
 
 
-def bucket_of(fps: np.ndarray, buckets: int) -> np.ndarray:
-    """Each fingerprint's bucket: a multiplicative hash, so exact fingerprints (the
-    packed states themselves, low bits often constant) still spread evenly."""
+def bucket_of(fps: np.ndarray, buckets: int, exact: bool) -> np.ndarray:
+    """Each fingerprint's bucket: which of `buckets` equal ranges of the 64-bit space it
+    falls in. A hashed fingerprint is uniform already, so fingerprint order is bucket
+    order and a task's sorted rows need no regrouping (exchange.grouping); an exact one,
+    the packed state itself (its states crowd into a few narrow ranges), is spread
+    first by a multiplicative hash."""
     with np.errstate(over="ignore"):
-        return (((fps * _MIX) >> U64(32)) % U64(buckets)).astype(np.int64)
+        key = fps * _MIX if exact else fps
+    return (((key >> U64(32)) * U64(buckets)) >> U64(32)).astype(np.int64)
 
 
 def schedule(levels: int) -> list[tuple[int, int]]:
