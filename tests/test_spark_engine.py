@@ -628,6 +628,29 @@ def test_a_run_directory_url_needs_the_shuffle_exchange(tmp_path):
     assert "--resume with a URL applies to --engine spark" in line
 
 
+def test_a_filesystem_that_fails_to_start_is_one_line(tmp_path):
+    """Hadoop's client refusing its configuration (here a number that is not one, which
+    PySpark turns into its own exception type, not py4j's) is the run directory's
+    problem, told in one line before anything is written, never an internal error. A
+    subprocess: Spark's defaults file is read when a JVM starts."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        "spark.hadoop.dfs.client.retry.max.attempts not-a-number\n")
+    url = "hdfs://127.0.0.1:1/runs/x"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "cli.py"),
+         "--models-dir", str(MODELS_DIR), "check", "tracker_small", "--engine", "spark",
+         "--master", "local[1]", "--run-dir", url], cwd=tmp_path, capture_output=True,
+        text=True, timeout=300, env={**os.environ, "SPARK_CONF_DIR": str(conf)})
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: run directory {url}: Spark cannot open its filesystem "
+                      f'(java.lang.NumberFormatException: For input string: "not-a-number")']
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
 def test_a_file_url_is_the_drivers_path(tmp_path):
     assert spark_run_dir.local_folder(f"file://{tmp_path}/run") == tmp_path / "run"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 
 from checker.errors import CheckerError
 
@@ -33,7 +34,7 @@ class Remote:
             self._root = self._jvm.org.apache.hadoop.fs.Path(self.url)
             self._fs = self._root.getFileSystem(conf)
             self._fs.exists(self._root)
-        except Py4JError as exc:
+        except (Py4JError, PySparkException) as exc:  # PySpark converts some Java errors
             raise CheckerError(f"run directory {url}: Spark cannot open its filesystem "
                                f"({_java_cause(exc)})") from None
         self.made = False  # whether `start` made the folder
@@ -44,7 +45,7 @@ class Remote:
     def _call(self, what: str, action: Any) -> Any:
         try:
             return action()
-        except Py4JError as exc:
+        except (Py4JError, PySparkException) as exc:
             raise CheckerError(f"run directory {self.url}: cannot {what} "
                                f"({_java_cause(exc)})") from None
 
@@ -128,6 +129,8 @@ class Remote:
 
 def _java_cause(exc: BaseException) -> str:
     """The Java exception's message, in one line."""
-    java = getattr(exc, "java_exception", None)
+    java = getattr(exc, "java_exception", None)  # py4j's
+    if java is None:
+        java = getattr(exc, "_origin", None)  # PySpark's conversion keeps the original
     text = java.toString() if java is not None else str(exc)
     return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
