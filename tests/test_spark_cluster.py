@@ -125,7 +125,7 @@ def environment() -> dict[str, str]:
     return {**os.environ, "PYSPARK_PYTHON": sys.executable}
 
 
-def spark_args(model: str, master: str, run_dir: Path, trace: Path,
+def spark_args(model: str, master: str, run_dir: Path | str, trace: Path,
                resume: bool = False) -> list[str]:
     where = ["--resume" if resume else "--run-dir", str(run_dir)]
     return [sys.executable, CLI, "check", model, "--engine", "spark", "--master", master,

@@ -13,21 +13,25 @@ sagemaker_pyspark) and moto's server; skipped without them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_spark_cluster import Running, assert_like_local, level_line, run
+from tests import test_spark_cluster
+from tests.test_spark_cluster import (
+    Local,
+    Running,
+    assert_like_local,
+    level_line,
+    run,
+    spark_args,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-CLI = str(REPO / "cli.py")
 BUCKET = "ctmc"
 HOLDS = "tracker_small"
 FAILS = "mutation_reset_cur_on_prev_exit"
@@ -84,41 +88,25 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     server.stop()
 
 
-@pytest.fixture(scope="module")
-def local(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The local engine's JSON and counterexample for a model, run once per model."""
-    folder = tmp_path_factory.mktemp("local")
-    results: dict[str, Any] = {}
-
-    def result(model: str) -> Any:
-        if model not in results:
-            trace = folder / f"{model}.itf.json"
-            done = run([sys.executable, CLI, "check", model, "--json", "--trace-out",
-                        str(trace)])
-            assert done.returncode in (0, 1), done.stderr[-3000:]
-            results[model] = (json.loads(done.stdout),
-                              trace.read_text() if trace.exists() else "")
-        return results[model]
-
-    return result
-
-
-def spark(model: str, where: str, url: str, trace: Path) -> list[str]:
-    return [sys.executable, CLI, "check", model, "--engine", "spark", "--master", "local[2]",
-            where, url, "--no-driver-levels", "--json", "--trace-out", str(trace)]
-
-
 def keys(client: Any, prefix: str) -> list[str]:
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix)
     return sorted(o["Key"][len(prefix):] for page in pages for o in page.get("Contents", []))
 
 
-def test_a_run_on_s3_gives_the_local_result(s3: Any, local: Any, tmp_path: Path) -> None:
+local_engine = test_spark_cluster.local_engine  # the local engine's results, once a model
+
+
+def spark(model: str, url: str, trace: Path, resume: bool = False) -> list[str]:
+    return spark_args(model, "local[2]", url, trace, resume)
+
+
+def test_a_run_on_s3_gives_the_local_result(
+        s3: Any, local_engine: Callable[[str], Local], tmp_path: Path) -> None:
     """Same verdict, counts and coverage as the local engine; the bucket holds the run
     record and every level's record, and nothing of the exchange."""
     trace = tmp_path / "spark.itf.json"
-    done = run(spark(HOLDS, "--run-dir", f"s3a://{BUCKET}/holds", trace))
-    out = assert_like_local(local(HOLDS), done, trace)
+    done = run(spark(HOLDS, f"s3a://{BUCKET}/holds", trace))
+    out = assert_like_local(local_engine(HOLDS), done, trace)
     assert out["stats"]["exchange"] == "shuffle"  # the executors never see the URL
     stored = keys(s3, "holds/")
     levels = out["stats"]["diameter"] + 1
@@ -127,19 +115,20 @@ def test_a_run_on_s3_gives_the_local_result(s3: Any, local: Any, tmp_path: Path)
     assert not [k for k in stored if k.startswith("exchange")], stored
 
 
-def test_a_killed_driver_resumes_from_the_bucket(s3: Any, local: Any, tmp_path: Path) -> None:
+def test_a_killed_driver_resumes_from_the_bucket(
+        s3: Any, local_engine: Callable[[str], Local], tmp_path: Path) -> None:
     """The driver (the CLI and its JVM) is killed mid-run: `--resume` with the URL
     takes the recorded levels from the bucket alone (the driver's own copy went with
     it) and ends on the local engine's counterexample, without exploring level 1
     again."""
     url, trace = f"s3a://{BUCKET}/killed", tmp_path / "spark.itf.json"
-    with Running(spark(FAILS, "--run-dir", url, trace)) as running:
+    with Running(spark(FAILS, url, trace)) as running:
         running.wait_for(level_line(3) + " new")
         running.kill()
     assert running.proc.returncode == -signal.SIGKILL
     assert "level=3/_ctmc_level.json" in keys(s3, "killed/")
-    done = run(spark(FAILS, "--resume", url, trace))
-    out = assert_like_local(local(FAILS), done, trace)
+    done = run(spark(FAILS, url, trace, resume=True))
+    out = assert_like_local(local_engine(FAILS), done, trace)
     assert out["violation"] is not None
     assert not re.search(level_line(1) + " new", done.stderr, re.MULTILINE), \
         "the resumed run explored level 1 again:\n" + done.stderr[-3000:]
@@ -147,7 +136,7 @@ def test_a_killed_driver_resumes_from_the_bucket(s3: Any, local: Any, tmp_path: 
 
 def test_a_bucket_that_does_not_exist_is_one_line(s3: Any, tmp_path: Path) -> None:
     url = "s3a://no-such-bucket/run"
-    done = run(spark(HOLDS, "--run-dir", url, tmp_path / "spark.itf.json"))
+    done = run(spark(HOLDS, url, tmp_path / "spark.itf.json"))
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and url in errors[0], done.stderr[-3000:]

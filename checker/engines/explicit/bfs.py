@@ -42,7 +42,7 @@ from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.liveness import check_liveness
 from checker.engines.explicit.parallel import Pool, SplitVisited
-from checker.engines.explicit.records import LevelRecords
+from checker.engines.explicit.records import LevelRecords, action_dtype
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.identity import search_identity
@@ -160,11 +160,6 @@ class _Search:
 
 
 SAVE_RESERVE = 32 << 20  # bytes: a save decodes and writes a level a slice at a time
-
-
-def action_dtype(n_actions: int) -> type[np.unsignedinteger]:
-    """Action ids take 2 bytes a state, or 4 for a machine of more than 65,536 actions."""
-    return np.uint16 if n_actions <= 1 << 16 else np.uint32
 
 
 def preflight(machine: Machine, options: BfsOptions) -> None:

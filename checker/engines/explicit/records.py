@@ -18,6 +18,11 @@ import numpy as np
 from checker.engines.explicit.packed import PackedUInts
 
 
+def action_dtype(n_actions: int) -> type[np.unsignedinteger]:
+    """Action ids take 2 bytes a state, or 4 for a machine of more than 65,536 actions."""
+    return np.uint16 if n_actions <= 1 << 16 else np.uint32
+
+
 class LevelRecords:
     """Per level, each state's generation key (the initial level's are zeros)."""
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from checker.engines.durable import write_bytes
-from checker.engines.explicit.bfs import action_dtype
+from checker.engines.explicit.records import action_dtype
 from checker.engines.spark import visited_runs
 from checker.packing import U64, Layout
 
@@ -41,11 +41,11 @@ def _file(root: Path, level: int, task: int) -> Path:
 
 def write(root: Path, level: int, task: int, buckets: int, rows: list[np.ndarray],
           layout: Layout, n_actions: int) -> int:
-    """Write task `task`'s rows for level `level` (`file_columns` of `rows`: fingerprint,
+    """Write task `task`'s rows for level `level` (`_file_columns` of `rows`: fingerprint,
     words unless exact, parent, action; sorted by fingerprint), grouped by target
     bucket; returns the bytes."""
     offsets, order = grouping(rows[0], buckets, layout.exact)
-    stored = file_columns(rows, layout.exact, n_actions)
+    stored = _file_columns(rows, layout.exact, n_actions)
     parts = [offsets, *(stored if order is None else (np.take(c, order) for c in stored))]
     path = _file(root, level, task)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ def write(root: Path, level: int, task: int, buckets: int, rows: list[np.ndarray
     return sum(len(v) for v in views)
 
 
-def file_columns(rows: list[np.ndarray], exact: bool, n_actions: int) -> list[np.ndarray]:
+def _file_columns(rows: list[np.ndarray], exact: bool, n_actions: int) -> list[np.ndarray]:
     """What a file keeps of each row: not a hashed fingerprint (the reader hashes the
     words again, which costs less than writing and reading its 8 bytes: the exchange is
     a level's largest write), and the action in 2 bytes (4 past 65,536 actions)."""
