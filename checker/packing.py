@@ -111,6 +111,19 @@ class Layout:
         return out
 
 
+def fingerprint_ranges(fps: np.ndarray, n: int, exact: bool) -> np.ndarray:
+    """Which of `n` (at most 2**16) equal ranges of the 64-bit space each fingerprint
+    falls in, as uint64: how the parallel BFS splits states among workers and Spark
+    among buckets. A hashed fingerprint is uniform, so fingerprint order is range
+    order; an exact one, the packed state itself (a level's states crowd into a few
+    narrow ranges), is spread first by multiplying by an odd constant (a bijection)."""
+    with np.errstate(over="ignore"):
+        top = (fps * _GOLDEN if exact else fps) >> U64(32)
+    top *= U64(n)
+    top >>= U64(32)
+    return top
+
+
 def _hash(words: list[np.ndarray]) -> np.ndarray:
     h = _splitmix(words[0] + _GOLDEN)
     for w in words[1:]:

@@ -58,12 +58,11 @@ from checker.engines.explicit.successors import Expansion, Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.worker import how_it_ended, start_worker
 from checker.errors import CheckerError
-from checker.packing import U64
+from checker.packing import U64, fingerprint_ranges
 
 if TYPE_CHECKING:
     from checker.engines.explicit.bfs import BfsOptions
 
-_SPREAD = np.uint64(0x9E3779B97F4A7C15)  # odd: multiplying by it is a bijection
 _PIPE_BYTES = 1 << 20  # fewer wake-ups than the default 64 KiB; the usual maximum
 _POLL_SECONDS = 0.2  # how often the coordinator looks at the stop request
 _EXIT_OUT_OF_MEMORY = 75  # a worker whose sending thread ran out of memory mid-message
@@ -73,11 +72,7 @@ _LAST_WORDS_SECONDS = 6.0  # a worker's last word reaches the coordinator within
 def owners(fps: np.ndarray, n: int, exact: bool) -> np.ndarray:
     """The worker (0..n-1) owning each fingerprint: the range its fingerprint (exact
     ones spread first) falls in, of n equal ranges."""
-    with np.errstate(over="ignore"):
-        top = (fps * _SPREAD if exact else fps) >> np.uint64(32)
-    top *= np.uint64(n)
-    top >>= np.uint64(32)
-    return top.astype(np.uint8 if n <= 1 << 8 else np.uint16)
+    return fingerprint_ranges(fps, n, exact).astype(np.uint8 if n <= 1 << 8 else np.uint16)
 
 
 def keeps_states(options: BfsOptions) -> bool:

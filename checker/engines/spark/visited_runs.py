@@ -26,21 +26,16 @@ import numpy as np
 
 from checker.engines.durable import write_bytes_to_sync
 from checker.engines.explicit.visited import sorted_hits
-from checker.packing import U64
+from checker.packing import U64, fingerprint_ranges
 
 VISITED = "visited"
-_MIX = U64(0x9E3779B97F4A7C15)
 
 
 def bucket_of(fps: np.ndarray, buckets: int, exact: bool) -> np.ndarray:
-    """Each fingerprint's bucket: which of `buckets` equal ranges of the 64-bit space it
-    falls in. A hashed fingerprint is uniform already, so fingerprint order is bucket
-    order and a task's sorted rows need no regrouping (exchange.grouping); an exact one,
-    the packed state itself (its states crowd into a few narrow ranges), is spread
-    first by a multiplicative hash."""
-    with np.errstate(over="ignore"):
-        key = fps * _MIX if exact else fps
-    return (((key >> U64(32)) * U64(buckets)) >> U64(32)).astype(np.int64)
+    """Each fingerprint's bucket: which of `buckets` equal ranges it falls in
+    (`fingerprint_ranges`). With hashed fingerprints, fingerprint order is bucket order,
+    so a task's sorted rows need no regrouping (exchange.grouping)."""
+    return fingerprint_ranges(fps, buckets, exact).astype(np.int64)
 
 
 def schedule(levels: int) -> list[tuple[int, int]]:
