@@ -91,17 +91,21 @@ def hiding_missing(folder: Path) -> str | None:
     return None
 
 
-class _Daemon:
-    """A master or worker JVM, leader of its own process group, logging to `log`."""
+def spark_class(*args: str) -> list[str]:
+    """The command that runs one of Spark's launch classes with its arguments."""
+    return [str(spark_home() / "bin" / "spark-class"), *args]
 
-    def __init__(self, name: str, args: list[str], env: dict[str, str], log: Path,
-                 prefix: list[str] | None = None):
+
+class Daemon:
+    """A server (a JVM, for these tests), leader of its own process group, logging to
+    `log`."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log: Path):
         self.name, self.log = name, log
         with open(log, "ab") as out:
             self.proc = subprocess.Popen(
-                [*(prefix or []), str(spark_home() / "bin" / "spark-class"), *args], env=env,
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                command, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -142,8 +146,8 @@ class SparkCluster:
         self.master_url = f"spark://{HOST}:{self.port}"
         self.web_ui_url = f"http://{HOST}:{self.web_ui_port}"
         self._env = self._environment()
-        self._master: _Daemon | None = None
-        self._workers: list[_Daemon | None] = [None] * workers
+        self._master: Daemon | None = None
+        self._workers: list[Daemon | None] = [None] * workers
         self._worker_ports: list[int] = [0] * workers
 
     def _environment(self) -> dict[str, str]:
@@ -168,9 +172,10 @@ class SparkCluster:
 
     def start(self, timeout: float = READY_SECONDS) -> None:
         """Start the master and every worker; wait until all workers are ALIVE."""
-        self._master = _Daemon(
-            "master", ["org.apache.spark.deploy.master.Master", "--host", HOST,
-                       "--port", str(self.port), "--webui-port", str(self.web_ui_port)],
+        self._master = Daemon(
+            "master", spark_class("org.apache.spark.deploy.master.Master", "--host", HOST,
+                                  "--port", str(self.port),
+                                  "--webui-port", str(self.web_ui_port)),
             self._env, self.base / "master.log")
         for index in range(len(self._workers)):
             self._start_worker(index)
@@ -181,13 +186,13 @@ class SparkCluster:
         work_dir = self.base / f"worker-{index}"
         work_dir.mkdir(exist_ok=True)
         self._worker_ports[index] = port
-        self._workers[index] = _Daemon(
-            f"worker {index}",
-            ["org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(port),
-             "--webui-port", str(web_ui_port), "--cores", str(self.cores),
-             "--memory", self.memory, "--work-dir", str(work_dir), self.master_url],
-            self._env, self.base / f"worker-{index}.log",
-            hiding(self.hidden) if self.hidden else None)
+        worker = spark_class(
+            "org.apache.spark.deploy.worker.Worker", "--host", HOST, "--port", str(port),
+            "--webui-port", str(web_ui_port), "--cores", str(self.cores),
+            "--memory", self.memory, "--work-dir", str(work_dir), self.master_url)
+        self._workers[index] = Daemon(
+            f"worker {index}", [*hiding(self.hidden), *worker] if self.hidden else worker,
+            self._env, self.base / f"worker-{index}.log")
 
     def stop(self) -> None:
         """Stop the workers (and their executors), then the master."""
