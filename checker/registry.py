@@ -22,11 +22,15 @@ import importlib.util
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import NoReturn, TypeVar
 
 from checker.errors import ModelError, did_you_mean
 from checker.lang.spec import Spec
+
+T = TypeVar("T")  # what the user's code returns
 
 SPEC_PACKAGES = ["spec"]
 
@@ -116,7 +120,7 @@ def _import(module_name: str, search: str | os.PathLike | None) -> ModuleType:
         raise ModelError(f"cannot import spec module {module_name!r}: {exc}{where}") from None
 
 
-def _run_user_code(what: str, run):  # noqa: ANN001, ANN202 - a thunk and its result
+def _run_user_code(what: str, run: Callable[[], T]) -> T:
     """Run the import of the user's spec; any failure in it is one line with file:line.
     Only the spec module itself being absent is left to the caller to word."""
     try:
@@ -129,7 +133,7 @@ def _run_user_code(what: str, run):  # noqa: ANN001, ANN202 - a thunk and its re
         return _user_failure(what, exc)
 
 
-def _user_failure(what: str, exc: BaseException):  # noqa: ANN202 - never returns
+def _user_failure(what: str, exc: BaseException) -> NoReturn:
     if isinstance(exc, SyntaxError):
         raise ModelError(f"spec module {what!r}: {os.path.relpath(exc.filename or '?')}"
                          f":{exc.lineno}: syntax error: {exc.msg}") from None

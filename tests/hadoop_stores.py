@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -140,6 +141,7 @@ def hdfs_store(base: Path) -> Iterator[Store]:
     HDFS client (pyspark's), as on a cluster, told only to keep one replica."""
     jars = _hdfs_jars()
     assert jars is not None, hdfs_missing()
+    java = shutil.which("java") or str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
     conf = base / "hadoop-conf"
     for webapp in ("hdfs", "datanode"):  # the web servers want these on the class path
         (conf / "webapps" / webapp).mkdir(parents=True)
@@ -160,7 +162,7 @@ def hdfs_store(base: Path) -> Iterator[Store]:
         "log4j.appender.console.layout.ConversionPattern=%d %p %c{1}: %m%n\n")
 
     def hadoop(main: str, *args: str) -> list[str]:
-        return ["java", "-Xmx384m", "-cp", f"{conf}:{jars}/*", main, *args]
+        return [java, "-Xmx384m", "-cp", f"{conf}:{jars}/*", main, *args]
 
     def output(main: str, *args: str) -> str:
         done = subprocess.run(hadoop(main, *args), capture_output=True, text=True,

@@ -21,7 +21,7 @@ Reader = Callable[[int], np.ndarray]
 BatchFn = Callable[[Reader, Reader], list[Any]]
 
 
-def _select(index: np.ndarray, *elems):
+def _select(index: np.ndarray, *elems: Any) -> Any:
     """elems[index] lane by lane; out-of-range lanes get some element."""
     n = len(elems)
     if n <= 4:

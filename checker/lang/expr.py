@@ -13,8 +13,8 @@ all backends report the same out-of-range reads.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NoReturn
 
 from checker.errors import SpecError
 
@@ -51,7 +51,7 @@ class EnumType:
         except ValueError:
             raise SpecError(f"{member!r} is not a member of enum {self.name}") from None
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[EnumValue]:
         return iter(self.values)
 
     def __len__(self) -> int:
@@ -126,7 +126,7 @@ class Expr:
     def __index__(self) -> int:
         raise SpecError("a symbolic value cannot index a Python list; index a spec array instead")
 
-    def __iter__(self):
+    def __iter__(self) -> NoReturn:
         raise SpecError("a symbolic value is not iterable")
 
     __hash__ = object.__hash__

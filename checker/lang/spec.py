@@ -407,7 +407,7 @@ class _View:
     def __len__(self) -> int:
         return self._array().length
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
             yield self[i]
 

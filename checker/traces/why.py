@@ -177,7 +177,7 @@ class _Recording(Sequence[int]):
     def __init__(self, state: Sequence[int], frame: int, seen: set[tuple[int, int]]):
         self.state, self.frame, self.seen = state, frame, seen
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i: int) -> int:  # type: ignore[override]
         self.seen.add((i, self.frame))
         return self.state[i]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.backends.vector import BatchFn, compile_batch, dtype_for
+from checker.backends.vector import BatchFn, Reader, compile_batch, dtype_for
 from checker.lang import expr as E
 from checker.lang.expr import BOOL, Expr
 from checker.lang.machine import ActionInstance, Machine
@@ -142,7 +142,7 @@ class Kernel:
         return roots, meta
 
     # -- evaluation -----------------------------------------------------------
-    def reader(self, words: list[np.ndarray]):
+    def reader(self, words: list[np.ndarray]) -> Reader:
         cache: dict[int, np.ndarray] = {}
         layout, bools, dtype = self.layout, self.bool_slots, self.dtype
 
@@ -326,9 +326,9 @@ class Kernel:
             between()
         return out
 
-    def _apply(self, prog: _ActionProgram, words, read, idx: np.ndarray, first_parent: int,
-               result: Expansion, succ_words: list[list[np.ndarray]],
-               gens: list[np.ndarray]) -> None:
+    def _apply(self, prog: _ActionProgram, words: list[np.ndarray], read: Reader,
+               idx: np.ndarray, first_parent: int, result: Expansion,
+               succ_words: list[list[np.ndarray]], gens: list[np.ndarray]) -> None:
         m = len(idx)
         if 2 * m > len(words[0]):
             # most lanes are enabled: evaluate on the whole batch and keep the enabled

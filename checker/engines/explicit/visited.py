@@ -9,6 +9,8 @@ docs/decisions/0015-compact-visited-set.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from checker.engines.explicit.heap import give_back_freed_memory
@@ -278,8 +280,8 @@ class _Segment:
         return hit
 
 
-def _lower_bound(get, start: np.ndarray, end: np.ndarray, query: np.ndarray, size: int
-                 ) -> np.ndarray:
+def _lower_bound(get: Callable[[np.ndarray], np.ndarray], start: np.ndarray,
+                 end: np.ndarray, query: np.ndarray, size: int) -> np.ndarray:
     """Per lane, the first position in [start, end) whose value (`get`) is >= the
     query, or `end`: a branch-free bisection whose window halves in every lane at
     once, so all lanes take the same ceil(log2(longest window)) steps."""

@@ -23,7 +23,7 @@ import time
 import z3
 
 from checker.engines.report import explain, replay
-from checker.engines.result import HOLDS, UNKNOWN, CheckResult
+from checker.engines.result import HOLDS, UNKNOWN, CheckResult, Violation
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.options import BmcOptions
@@ -114,7 +114,8 @@ def _counterexample(u: Unrolling, found: Least, k: int, deadlock: bool,
     return CheckResult(ENGINE, outcome, violation, stats, complete=False)
 
 
-def explain_path(machine: Machine, states: list, actions: list[int], bad: Bad, engine: str):
+def explain_path(machine: Machine, states: list, actions: list[int], bad: Bad, engine: str
+                 ) -> tuple[str, Violation]:
     """Replay a decoded path through the scalar backend and word its violation as BFS
     does; raises DecodeError if the replay leaves the decoded states."""
     last_step = bad.kind in ("invariant", "step_invariant") and actions
