@@ -48,7 +48,8 @@ class Store:
         return f"{self.root}/{run}"
 
 
-def _spark_conf(folder: Path, settings: dict[str, str]) -> Path:
+def spark_defaults(folder: Path, settings: dict[str, str]) -> Path:
+    """A new folder for $SPARK_CONF_DIR whose spark-defaults.conf holds `settings`."""
     folder.mkdir()
     (folder / "spark-defaults.conf").write_text(
         "".join(f"{key} {value}\n" for key, value in settings.items()))
@@ -96,7 +97,7 @@ def s3_store(base: Path) -> Iterator[Store]:
             return sorted(o["Key"][len(prefix):] for page in pages
                           for o in page.get("Contents", []))
 
-        conf = _spark_conf(base / "spark-conf", {
+        conf = spark_defaults(base / "spark-conf", {
             "spark.jars": ",".join(_s3a_jars()),
             "spark.hadoop.fs.s3a.endpoint": endpoint,
             "spark.hadoop.fs.s3a.path.style.access": "true",
@@ -198,7 +199,7 @@ def hdfs_store(base: Path) -> Iterator[Store]:
 
         (unused,) = free_ports(1)
         yield Store(f"{root}/ctmc", f"hdfs://{HOST}:{unused}/run",
-                    _spark_conf(base / "spark-conf", {"spark.hadoop.dfs.replication": "1"}),
+                    spark_defaults(base / "spark-conf", {"spark.hadoop.dfs.replication": "1"}),
                     files)
     finally:
         for daemon in daemons:

@@ -33,6 +33,7 @@ from checker.lang.machine import Machine
 from checker.models import build_machine, load_model
 from checker.packing import Layout
 from tests.conftest import LOCAL, start_session
+from tests.hadoop_stores import spark_defaults
 from tests.model_folders import one_error_line, run_cli
 from tests.specs.counter import COUNTER
 from tests.specs.grid import GRID, GRID_STEP
@@ -633,10 +634,8 @@ def test_a_filesystem_that_fails_to_start_is_one_line(tmp_path):
     PySpark turns into its own exception type, not py4j's) is the run directory's
     problem, told in one line before anything is written, never an internal error. A
     subprocess: Spark's defaults file is read when a JVM starts."""
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text(
-        "spark.hadoop.dfs.client.retry.max.attempts not-a-number\n")
+    conf = spark_defaults(tmp_path / "conf",
+                          {"spark.hadoop.dfs.client.retry.max.attempts": "not-a-number"})
     url = "hdfs://127.0.0.1:1/runs/x"
     done = subprocess.run(
         [sys.executable, str(REPO / "cli.py"),
