@@ -128,9 +128,9 @@ def _run_user_code(what: str, run: Callable[[], T]) -> T:
     except ModuleNotFoundError as exc:
         if exc.name is not None and (what == exc.name or what.startswith(exc.name + ".")):
             raise
-        return _user_failure(what, exc)
+        _user_failure(what, exc)
     except (Exception, SystemExit) as exc:  # the module's own code failed or quit
-        return _user_failure(what, exc)
+        _user_failure(what, exc)
 
 
 def _user_failure(what: str, exc: BaseException) -> NoReturn:
