@@ -268,7 +268,8 @@ def _prove(result: GateResult, model: Model, progress: Callable[[str], None] | N
            workers: int) -> None:
     """The model's proof, as `ctmc prove MODEL` runs it (`workers` processes share the
     inductive step's goals); a lost proof is a surprise."""
-    from checker.engines.symbolic.induction import PROVED, ProveOptions, prove
+    from checker.engines.symbolic.induction import PROVED, prove
+    from checker.engines.symbolic.options import ProveOptions
 
     machine = build_machine(model, proof=True)
     proof = prove(machine, ProveOptions(k=model.proof["k"], deadlock=model.engine["deadlock"],

@@ -33,10 +33,11 @@ from checker.engines.result import UNKNOWN
 from checker.engines.scope import refuse_unchecked
 from checker.engines.symbolic.deadline import Deadline, OutOfTime
 from checker.engines.symbolic.houdini import NO_ERROR, HoudiniStopped, houdini
-from checker.engines.symbolic.induction import PROVED, ProofResult, ProveOptions, prove
+from checker.engines.symbolic.induction import PROVED, ProofResult, prove
 from checker.engines.symbolic.infer.cti_search import SearchStopped, Stuck, strengthen
 from checker.engines.symbolic.infer.orbits import close_under_symmetry
 from checker.engines.symbolic.infer.templates import Candidate, Pool
+from checker.engines.symbolic.options import ProveOptions
 from checker.engines.symbolic.source import first_free_number, lemma_block
 from checker.engines.symbolic.unroll import Unrolling, new_solver
 from checker.errors import CheckerError
