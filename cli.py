@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from rich.console import Console
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 TRACE_DIR = Path("traces")
 EXIT_HOLDS, EXIT_VIOLATION, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (unknown)
+T = TypeVar("T")
 
 
 class _Interrupted(Exception):
@@ -357,14 +358,21 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
     preflight(machine, options)  # bad input: one line, before the header
     if check_symmetry:
         _check_symmetry(args, machine)
+    hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
+    result = _run_engine(args, model, machine, engine, lambda: run(machine, options), hint)
+    return _report(args, model, machine, engine, result)
+
+
+def _run_engine(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any],
+                start: Callable[[], T], hint: str = "") -> T:
+    """The header (unless --json or --quiet), then the engine: Ctrl-C is one line,
+    ending with `hint` (how to resume, when the run can)."""
     if not (args.as_json or args.quiet):
         _print_header(model, machine, engine)
     try:
-        result = run(machine, options)
+        return start()
     except KeyboardInterrupt:
-        hint = f"; to resume, run the same command with --resume {folder}" if folder else ""
         raise _Interrupted(f"interrupted{hint}") from None
-    return _report(args, model, machine, engine, result)
 
 
 def _check_symmetry(args: RunArgs, machine: Machine) -> None:
@@ -400,12 +408,7 @@ def simulate(args: RunArgs, seed: int, steps: int, runs: int, timeout: float | N
     options = SimulationOptions(seed=seed, steps=steps, runs=runs, deadlock=engine["deadlock"],
                                 timeout=timeout, progress=args.progress)
     preflight(machine, options)
-    if not (args.as_json or args.quiet):
-        _print_header(model, machine, engine)
-    try:
-        result = run(machine, options)
-    except KeyboardInterrupt:
-        raise _Interrupted("interrupted") from None
+    result = _run_engine(args, model, machine, engine, lambda: run(machine, options))
     return _report(args, model, machine, engine, result)
 
 
@@ -451,12 +454,7 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
     options = BmcOptions(depth=depth, deadlock=engine["deadlock"], timeout=timeout,
                          started=started, progress=args.progress)
     preflight(machine, options)
-    if not (args.as_json or args.quiet):
-        _print_header(model, machine, engine)
-    try:
-        result = run(machine, options)
-    except KeyboardInterrupt:
-        raise _Interrupted("interrupted") from None
+    result = _run_engine(args, model, machine, engine, lambda: run(machine, options))
     return _report(args, model, machine, engine, result)
 
 
@@ -524,13 +522,8 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
                            progress=args.progress, workers=workers or _usable_cores(),
                            seed=seed, mine=mine, mine_from=mine_from)
     preflight(machine, options)
-    if not (args.as_json or args.quiet):
-        _print_header(model, machine, engine)
-    try:
-        result = prove(machine, options) if engine_name == "induction" \
-            else pdr(machine, options)
-    except KeyboardInterrupt:
-        raise _Interrupted("interrupted") from None
+    result = _run_engine(args, model, machine, engine, lambda: (
+        prove if engine_name == "induction" else pdr)(machine, options))
     return _report_proof(model, machine, result, args.trace_out, args.as_json)
 
 
