@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from checker.lang.expr import EnumType, Expr
+from checker.lang.expr import EnumType, Expr, walk
 from checker.lang.machine import Machine
 
 _COMMUTATIVE = frozenset({"eq", "min", "max"})  # the builders order their two arguments by id
@@ -23,17 +23,7 @@ def machine_digest(machine: Machine) -> str:
     nodes: dict[int, bytes] = {}  # Expr.id -> digest of the node, for shared subterms
 
     def node(e: Expr) -> bytes:
-        stack = [e]
-        while stack:  # iterative post-order: deep expressions do not hit the recursion limit
-            top = stack[-1]
-            if top.id in nodes:
-                stack.pop()
-                continue
-            missing = [a for a in top.args if a.id not in nodes]
-            if missing:
-                stack.extend(missing)
-                continue
-            stack.pop()
+        for top in walk([e], known=nodes):
             sort = top.sort
             sort_text = f"enum {sort.name}{sort.members}" if isinstance(sort, EnumType) \
                 else str(sort)

@@ -13,7 +13,7 @@ all backends report the same out-of-range reads.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from typing import Any, NoReturn
 
 from checker.errors import SpecError
@@ -618,8 +618,10 @@ def slots_read(e: Expr) -> set[int]:
     return {x.slot for x in walk([e]) if x.op == "var"}
 
 
-def walk(roots: Iterable[Expr]) -> list[Expr]:
-    """All nodes reachable from `roots`, children before parents, each once."""
+def walk(roots: Iterable[Expr], known: Container[int] = ()) -> list[Expr]:
+    """All nodes reachable from `roots`, children before parents, each once; without
+    looking into nodes whose id is `known` (a caller's memo of those already done).
+    Iterative: traced If chains outgrow the recursion limit."""
     order: list[Expr] = []
     seen: set[int] = set()
     stack: list[tuple[Expr, bool]] = [(r, False) for r in reversed(list(roots))]
@@ -628,12 +630,12 @@ def walk(roots: Iterable[Expr]) -> list[Expr]:
         if expanded:
             order.append(node)
             continue
-        if node.id in seen:
+        if node.id in seen or node.id in known:
             continue
         seen.add(node.id)
         stack.append((node, True))
         for a in reversed(node.args):
-            if a.id not in seen:
+            if a.id not in seen and a.id not in known:
                 stack.append((a, False))
     return order
 
