@@ -2,24 +2,33 @@
 when they could not be written, and replaced atomically, so a failed write never leaves
 half a file nor destroys the file that was there.
 
-ctmc replaces only regular files it wrote itself: each output carries a mark near its
-top (`written by ctmc`; a trace, ctmc's own `"spec_ref"` key), and a path holding
-anything else (the user's file, a symbolic link, a device, a FIFO) is refused, never
-replaced (decision 0021). Whether a missing folder can be made, and whether the folder
+ctmc replaces only regular files it wrote itself: each output carries a mark, a line
+of its own near its top or, in a Markdown report, its last line (`<!-- written by
+ctmc -->` and its DOT and HTML forms); a trace opens as ctmc writes one (`#meta`'s
+format, format-description, spec and spec_ref, in that order). A path holding anything
+else (the user's file, a symbolic link, a device, a FIFO) is refused, never replaced
+(decision 0021). A file that merely mentions the mark, such as a document about it,
+is not ctmc's. Whether a missing folder can be made, and whether the folder
 takes a file, is tried before the work, by writing a probe and removing it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
 from checker.errors import CheckerError
 
-MARK = "written by ctmc"  # what every output ctmc writes carries near its top
-_MARKS = (MARK.encode(), b'"spec_ref"')  # the second: an ITF trace's #meta
-_HEAD = 4096  # bytes of an existing file looked at for the mark
+MARK = "written by ctmc"  # what every output ctmc writes carries, on a line of its own
+_MARK_LINES = {f"<!-- {MARK} -->".encode(), f"// {MARK}".encode(),
+               f'<meta name="generator" content="{MARK}">'.encode()}
+_MARK_WITHIN = 8  # first lines looked at: a page's generator tag is its fifth
+_TRACE_HEAD = re.compile(  # how every ITF document ctmc writes opens
+    rb'\{\s*"#meta"\s*:\s*\{\s*"format"\s*:\s*"ITF"\s*,\s*"format-description"\s*:\s*'
+    rb'"[^"\\]*"\s*,\s*"spec"\s*:\s*"(?:[^"\\]|\\.)*"\s*,\s*"spec_ref"\s*:')
+_HEAD = 4096  # bytes of an existing file looked at, from each end
 
 
 class OutputError(CheckerError):
@@ -68,14 +77,21 @@ def check_replaceable(target: Path, what: str) -> None:
 
 
 def written_by_ctmc(path: Path) -> bool:
-    """Whether the file at `path` carries ctmc's mark near its top (an empty file, such
-    as one a user made with `touch` to reserve the name, counts as ctmc's to fill)."""
+    """Whether the file at `path` carries ctmc's mark (module docstring). An empty
+    file, such as one a user made with `touch` to reserve the name, counts as ctmc's
+    to fill."""
     try:
         with open(path, "rb") as f:
             head = f.read(_HEAD)
+            f.seek(max(0, os.fstat(f.fileno()).st_size - _HEAD))
+            tail = f.read(_HEAD)
     except OSError:
         return False
-    return not head or any(mark in head for mark in _MARKS)
+    if not head or _TRACE_HEAD.match(head):
+        return True
+    lines = [line.strip() for line in head.splitlines()[:_MARK_WITHIN]]
+    last = tail.rstrip().rpartition(b"\n")[2].strip()
+    return last in _MARK_LINES or any(line in _MARK_LINES for line in lines)
 
 
 def check_folder_takes_files(folder: Path, what: str) -> None:

@@ -438,7 +438,8 @@ def _trace(tmp_path: Path) -> Path:
     return trace
 
 
-@pytest.mark.parametrize("kind", ["device", "fifo", "symlink", "the user's file"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "symlink", "the user's file",
+                                  "a note naming the marks"])
 def test_no_output_replaces_what_ctmc_did_not_write(kind, tmp_path):
     """A device, a FIFO, a link or the user's file where an output would go is refused
     before any work; it is left as it was (run as root, a rename would replace even
@@ -459,11 +460,13 @@ def test_no_output_replaces_what_ctmc_did_not_write(kind, tmp_path):
         check = lambda: target.is_symlink() and not (tmp_path / "elsewhere").exists()  # noqa
     else:
         target = tmp_path / "notes.txt"
-        target.write_text("precious")
-        check = lambda: target.read_text() == "precious"  # noqa: E731
+        text = "precious" if kind == "the user's file" else NOTE_NAMING_THE_MARKS
+        target.write_text(text)
+        check = lambda: target.read_text() == text  # noqa: E731
     message = {"device": "is not a regular file (a character device)",
                "fifo": "is not a regular file (a FIFO)", "symlink": "is a symbolic link",
-               "the user's file": "exists and was not written by ctmc"}[kind]
+               "the user's file": "exists and was not written by ctmc",
+               "a note naming the marks": "exists and was not written by ctmc"}[kind]
     for args in (["check", str(MODELS_DIR / "mutation_reset_cur_on_prev_exit.toml"),
                   "--trace-out", str(target)],
                  ["trace", "html", str(trace), "-o", str(target)],
@@ -472,6 +475,37 @@ def test_no_output_replaces_what_ctmc_did_not_write(kind, tmp_path):
         line = _refused(args, tmp_path)
         assert message in line and str(target) in line, line
         assert check()
+
+
+# A document about ctmc's outputs: it names every mark, but carries none as ctmc does
+NOTE_NAMING_THE_MARKS = (
+    "# notes\nThe \"spec_ref\" key names the spec; outputs say written by ctmc.\n"
+    + "\n" * 8 + "<!-- written by ctmc -->\n// written by ctmc\n"
+    + '{"#meta": {"format": "ITF", "format-description": "u", "spec": "s", "spec_ref": 1}}\n'
+    + "the end\n")
+
+
+@pytest.mark.parametrize("text, ctmcs", [
+    ("", True),  # reserved with touch
+    ('{\n  "#meta": {\n    "format": "ITF",\n    "format-description": "https://x",\n'
+     '    "spec": "tracker \\"v2\\"",\n    "spec_ref": "spec.tracker:TRACKER"', True),
+    ('{"#meta":{"format":"ITF","format-description":"u","spec":"s","spec_ref":"r"}}', True),
+    ('<?xml version="1.0" encoding="utf-8"?>\n<!-- written by ctmc -->\n<testsuites/>', True),
+    ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+     '<meta name="generator" content="written by ctmc">\n', True),
+    ("// written by ctmc\ndigraph states {\n}\n", True),
+    ("## ctmc diff\n" + "| a | b |\n" * 1000 + "<!-- written by ctmc -->\n", True),
+    (NOTE_NAMING_THE_MARKS, False),
+    ('{"#meta": {"format": "ITF", "description": "Created by Apalache"}, "spec_ref": 1}', False),
+    ("x\n" * 8 + "<!-- written by ctmc -->\nmore\n", False),
+], ids=["empty", "trace", "compact trace", "junit", "page", "dot", "long markdown report",
+        "note", "apalache trace", "mark too far down"])
+def test_what_counts_as_a_file_ctmc_wrote(text, ctmcs, tmp_path):
+    from checker.outputs import written_by_ctmc
+
+    path = tmp_path / "out"
+    path.write_text(text)
+    assert written_by_ctmc(path) is ctmcs
 
 
 def test_an_output_ctmc_wrote_is_replaced(tmp_path):
@@ -495,7 +529,7 @@ def test_a_trace_folder_that_cannot_be_made_is_refused_before_the_search(tmp_pat
 def test_a_full_disk_is_one_line_and_leaves_nothing_behind(tmp_path, full_disk):
     trace = _trace(tmp_path)
     earlier = full_disk / "g.dot"
-    earlier.write_text("// written by ctmc: an earlier graph\n")
+    earlier.write_text("// written by ctmc\n// an earlier graph\n")
     _fill(full_disk, leave=12_000)  # room for the checks' probe, not for a page or graph
     before = snapshot(full_disk)
     line = _refused(["trace", "html", str(trace), "-o", str(full_disk / "t.html")], tmp_path)

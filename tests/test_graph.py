@@ -385,10 +385,10 @@ def test_a_failed_write_leaves_the_file_that_was_there(tmp_path, write, label, e
     g = to_networkx(explore(machine, max_states=10), machine)
     g.nodes["s1"]["label"] = label  # the writer fails midway
     out = tmp_path / "graph.out"
-    out.write_text("// written by ctmc: the previous graph")
+    out.write_text("// written by ctmc\n// the previous graph\n")
     with pytest.raises(error):
         write(g, out)
-    assert out.read_text() == "// written by ctmc: the previous graph"
+    assert out.read_text() == "// written by ctmc\n// the previous graph\n"
     assert list(tmp_path.iterdir()) == [out]  # no temporary file left
 
 
@@ -429,7 +429,7 @@ def test_the_command_writes_dot_that_graphviz_renders_with_the_counterexample(tm
                                      "unknown model"])
 def test_the_command_refuses_bad_input_with_one_line(problem, tmp_path):
     out = tmp_path / "g.dot"
-    out.write_text("// written by ctmc: keep me")  # an earlier graph, which it may replace
+    out.write_text("// written by ctmc\n// keep me\n")  # an earlier graph, which it may replace
     args = ["graph", "tracker_small", "-o", str(out)]
     if problem == "unknown format":
         args += ["--format", "png"]
@@ -443,7 +443,7 @@ def test_the_command_refuses_bad_input_with_one_line(problem, tmp_path):
     assert result.return_value == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert out.read_text() == "// written by ctmc: keep me"
+    assert out.read_text() == "// written by ctmc\n// keep me\n"
     assert not (tmp_path / "nowhere").exists()
     if problem == "too many states":
         assert "more than 100 reachable states (--max-states 100)" in lines[0]
