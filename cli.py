@@ -719,7 +719,7 @@ def trace_html(file: str, output: Path | None, limits: Limits) -> None:
     from checker.traces.replay import load_trace
 
     out = output or Path(file).with_name(html_name(Path(file)))
-    check_writable(out, "-o", make_folders=False)
+    check_writable(out, "-o", make_folders=False, reads=file)
     write_html(load_trace(file, limits=limits), out, source=Path(file).name)
     size = out.stat().st_size
     shown = f"{size / 2**20:,.1f} MB" if size >= 2**20 else f"{size / 2**10:,.0f} KB"

@@ -35,16 +35,20 @@ class OutputError(CheckerError):
     """An output file that cannot be written (the CLI's exit 2)."""
 
 
-def check_writable(path: str | os.PathLike, what: str, *, make_folders: bool = True) -> None:
-    """Refuse an output path before the work that would write it: empty, a folder, an
-    existing file ctmc did not write (or a link, a device, a FIFO), under a regular file,
-    in a missing folder (unless `make_folders`), or in a folder where no file can be
-    made (tried: permission, a read-only or full file system)."""
+def check_writable(path: str | os.PathLike, what: str, *, make_folders: bool = True,
+                   reads: str | os.PathLike | None = None) -> None:
+    """Refuse an output path before the work that would write it: empty, a folder, the
+    file the command `reads` (a trace ctmc wrote is its to replace, but not while it is
+    the input), an existing file ctmc did not write (or a link, a device, a FIFO), under
+    a regular file, in a missing folder (unless `make_folders`), or in a folder where
+    no file can be made (tried: permission, a read-only or full file system)."""
     target = Path(path)
     if not str(path).strip() or target.name in ("", ".", ".."):
         raise OutputError(f"{what}: {str(path)!r} is not a file name")
     if target.is_dir() and not target.is_symlink():
         raise OutputError(f"{what}: {target} is a folder")
+    if reads is not None and _same_file(target, Path(reads)):
+        raise OutputError(f"{what}: {target} is the file being read; choose another name")
     check_replaceable(target, what)
     folder = target.parent
     if not make_folders and not folder.exists():
@@ -55,6 +59,13 @@ def check_writable(path: str | os.PathLike, what: str, *, make_folders: bool = T
     if not existing.is_dir():
         raise OutputError(f"{what}: {target} lies under {existing}, which is a file")
     check_folder_takes_files(folder, what)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # either is missing (or unreadable): not one file
+        return False
 
 
 def check_replaceable(target: Path, what: str) -> None:

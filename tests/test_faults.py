@@ -508,6 +508,16 @@ def test_what_counts_as_a_file_ctmc_wrote(text, ctmcs, tmp_path):
     assert written_by_ctmc(path) is ctmcs
 
 
+def test_a_page_is_not_written_over_the_trace_it_shows(tmp_path):
+    trace = _trace(tmp_path)
+    before = trace.read_bytes()
+    (tmp_path / "link.itf.json").symlink_to(trace)
+    for source in (trace, tmp_path / "link.itf.json"):
+        line = _refused(["trace", "html", str(source), "-o", str(trace)], tmp_path)
+        assert line == f"error: -o: {trace} is the file being read; choose another name"
+    assert trace.read_bytes() == before
+
+
 def test_an_output_ctmc_wrote_is_replaced(tmp_path):
     trace = _trace(tmp_path)
     first = trace.read_text()
