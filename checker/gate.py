@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import time
 import tomllib
 import traceback
@@ -348,11 +349,13 @@ def update_baseline(path: Path, states: int, key: str = "states") -> None:
     if after != before:
         raise ModelError(f"{path}: cannot update the baseline: no [expect] table this "
                          f"editor understands; set expect.{key} = {states} by hand")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    real = path.resolve()  # through a symbolic link: the model is its target, the link stays
+    tmp = real.with_name(f".{real.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8", newline="") as f:
             f.write(new)
-        os.replace(tmp, path)
+        shutil.copymode(real, tmp)
+        os.replace(tmp, real)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise ModelError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -367,3 +367,17 @@ def test_gate_without_prove_runs_no_proof(proof_models):
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["results"]
     assert all(r["proof"] is None and r["ok"] for r in rows)
+
+
+def test_update_baseline_writes_through_a_link_and_keeps_the_mode(tmp_path):
+    real = tmp_path / "shared" / "m.toml"
+    real.parent.mkdir()
+    real.write_text('spec = "x"\n[expect]\noutcome = "holds"\n')
+    real.chmod(0o640)
+    link = tmp_path / "m.toml"
+    link.symlink_to(real)
+    update_baseline(link, 5)
+    assert link.is_symlink() and link.resolve() == real
+    assert real.read_text() == 'spec = "x"\n[expect]\noutcome = "holds"\nstates = 5\n'
+    assert real.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in real.parent.iterdir()) == ["m.toml"]  # no temporary left
