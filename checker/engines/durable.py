@@ -7,6 +7,8 @@ are made of.
 - `seal` adds a SHA-256 of a record to the record; `unseal` refuses one whose
   contents no longer match it (edited by hand, damaged, truncated).
 - `file_sha256` hashes a data file in chunks.
+- What is read must be a regular file (a FIFO would block the reader, a link to
+  /dev/zero never end it), and a JSON record at most `RECORD_LIMIT` bytes.
 - `same_identity` refuses to resume a search that was started for something else,
   naming the first key that differs.
 """
@@ -16,12 +18,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from checker.errors import CheckerError
+from checker.outputs import file_kind
 
 _CHUNK = 1 << 24
+RECORD_LIMIT = 1 << 28  # bytes; ctmc's records are far smaller, so a bigger file is not one
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -73,12 +78,26 @@ def sync_files(paths: list[Path]) -> None:
 def read_json(path: Path, missing: str) -> Any:
     """The JSON in `path`; `missing` says what its absence means."""
     try:
+        size = regular_file(path).st_size
+        if size > RECORD_LIMIT:
+            raise CheckerError(f"{path}: {size:,} bytes, too big for a ctmc record")
         with open(path) as f:
             return json.load(f)
     except FileNotFoundError:
         raise CheckerError(f"{missing} (no {path.name})") from None
+    except RecursionError:
+        raise CheckerError(f"{path}: cannot read: JSON nested too deeply") from None
     except (OSError, ValueError) as exc:
         raise CheckerError(f"{path}: cannot read: {exc}") from None
+
+
+def regular_file(path: Path) -> os.stat_result:
+    """`path`'s status, if it is a regular file (through links: what a read would open);
+    anything else is one CheckerError line, before a read that could block or not end."""
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise CheckerError(f"{path}: not a regular file ({file_kind(info.st_mode)})")
+    return info
 
 
 def seal(body: dict[str, Any]) -> dict[str, Any]:
@@ -98,6 +117,7 @@ def unseal(path: Path, record: Any) -> dict[str, Any]:
 
 
 def file_sha256(path: Path) -> str:
+    regular_file(path)
     sha = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
