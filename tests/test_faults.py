@@ -190,6 +190,25 @@ def test_sigint_mid_level_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert hit >= 1
 
 
+@pytest.mark.parametrize("args, solving", [
+    (["bmc", "tracker_small", "--depth", "30"], "depth   6 | solving"),
+    (["bmc", "tracker_small", "--depth", "30", "--timeout", "600"], "depth   6 | solving"),
+    (["prove", "tracker_small", "--workers", "1"], "inductive step (k=1) | goal"),
+], ids=["bmc", "bmc with a time limit", "prove"])
+def test_ctrl_c_while_z3_solves_is_an_interrupt_not_a_timeout(args, solving, tmp_path):
+    """Z3 takes SIGINT while it solves and cancels the check, so the engine sees an
+    `unknown` it must not take for its time limit running out."""
+    proc = ctmc(*args, cwd=tmp_path)
+    seen = []
+    while not any(solving in line for line in seen[-1:]):
+        line = proc.stderr.readline()
+        assert line, f"the command ended before it was solving: {seen}"
+        seen.append(line)
+    proc.send_signal(signal.SIGINT)
+    code, out, err = finished(proc, timeout=60)
+    assert (code, err.strip().splitlines()[-1]) == (130, "interrupted"), out + err
+
+
 # --- 3. damaged state, refused and kept ------------------------------------------------------
 
 def _refused(args: list[str], cwd: Path, header: bool = False) -> str:

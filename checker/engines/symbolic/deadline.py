@@ -16,7 +16,7 @@ import time
 import z3
 
 NO_TIMEOUT = 4294967295  # Z3's default: no per-check timeout
-_GAVE_UP_ON_TIME = ("timeout", "canceled")  # Z3's reason_unknown when its timer fired
+_TIMER_SLACK = 0.05  # seconds: Z3's timer is set in whole milliseconds, rounded down
 
 
 class OutOfTime(Exception):
@@ -68,10 +68,22 @@ class Deadline:
             raise self.out_of_time(phase)
         solver.set("timeout", NO_TIMEOUT if left is None else max(1, int(left * 1000)))
         answer = solver.check(*assumptions)
-        if answer == z3.unknown and (self.expired()
-                                     or solver.reason_unknown() in _GAVE_UP_ON_TIME):
-            raise self.out_of_time(phase)
+        if answer == z3.unknown:
+            self.raise_if_stopped(solver.reason_unknown(), phase)
         return answer
+
+    def raise_if_stopped(self, reason: str, phase: str) -> None:
+        """For Z3's `unknown` because of `reason`: OutOfTime if the limit has passed (or
+        all but); KeyboardInterrupt if Z3 was canceled with time to spare, which is
+        Ctrl-C (Z3 takes SIGINT during a check, cancels it, and Python never sees the
+        signal). Any other reason returns, for the caller to word."""
+        left = self.left()
+        if left is not None and left <= _TIMER_SLACK:
+            raise self.out_of_time(phase)
+        if reason == "canceled":
+            raise KeyboardInterrupt
+        if reason == "timeout" and left is not None:  # its timer, set from our limit
+            raise self.out_of_time(phase)
 
     def out_of_time(self, phase: str) -> OutOfTime:
         """The exception to raise for running out in `phase` (noted in `ran_out`)."""

@@ -121,7 +121,9 @@ def pdr(machine: Machine, options: ProveOptions) -> ProofResult:
         stats["spacer"] = _figures(fp)
         if answer == z3.unknown:
             why = fp.reason_unknown()
-            if deadline.expired() or why in ("timeout", "canceled"):
+            try:
+                deadline.raise_if_stopped(why, "Spacer's search")
+            except OutOfTime:
                 return done(UNKNOWN, deadline.describe("Spacer's search"))
             return done(UNKNOWN, f"Spacer answered unknown ({why})")
         if answer == z3.sat:  # BMC finds the shortest path to a bad state
