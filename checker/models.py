@@ -262,6 +262,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ModelError(f"{path}: malformed TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ModelError(f"{path}: malformed TOML: not UTF-8 text") from None
+    except RecursionError:
+        raise ModelError(f"{path}: malformed TOML: arrays or tables nested too deeply") \
+            from None
+    except ValueError:  # Python's limit on the digits of an int
+        raise ModelError(f"{path}: malformed TOML: a number with too many digits") from None
     except OSError as exc:
         raise ModelError(f"{path}: cannot read: {exc.strerror}") from None
 

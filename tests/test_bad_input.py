@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -360,3 +361,47 @@ def test_checkpoint_every_must_be_a_number_of_seconds(value, tmp_path):
                                "--checkpoint-every", value))
     assert f"Invalid value for '--checkpoint-every': {value} is not a number of seconds" in line
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ('spec = "tracker"\n[params]\nrequests = ' + "9" * 5000 + "\n",
+     "malformed TOML: a number with too many digits"),
+    ('spec = "tracker"\nx = ' + "[" * 5000 + "]" * 5000 + "\n",
+     "malformed TOML: arrays or tables nested too deeply"),
+    ('spec = "tracker"\nx = ' + "{a=" * 5000 + "1" + "}" * 5000 + "\n",
+     "malformed TOML: arrays or tables nested too deeply"),
+], ids=["long number", "nested arrays", "nested tables"])
+def test_a_model_file_python_cannot_parse_is_one_line(text, message, tmp_path):
+    model = tmp_path / "m.toml"
+    model.write_text(text)
+    for command in ("check", "gate"):
+        result = ctmc(command, str(model))
+        assert result.exit_code == 2 and f"{model}: {message}" in result.output, result.output
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda text: text.replace('"index": 1,', '"index": ' + "9" * 5000 + ",", 1),
+     "not JSON ctmc reads: a number with too many digits"),
+    (lambda text: text.replace('"engine": "bfs"', '"engine": "b\\ud800"', 1),
+     "a string holds half a UTF-16 surrogate pair"),
+    (lambda text: re.sub(r'"action": "[^"]*"', '"action": 5', text, count=1),
+     "step 1: the action must be a name, got 5"),
+], ids=["long number", "lone surrogate", "action not a name"])
+def test_a_trace_python_cannot_read_or_print_is_one_line(change, message, a_trace):
+    text = a_trace.read_text()
+    bad = a_trace.with_name("bad.itf.json")
+    bad.write_text(change(text))
+    assert bad.read_text() != text
+    for command in ("show", "check", "html"):
+        line = one_error_line(ctmc("trace", command, str(bad)))
+        assert line.startswith(f"error: {bad}: {message}"), line
+
+
+def test_trace_show_prints_a_traces_control_characters_as_escapes(a_trace):
+    hostile = _edited(a_trace, "hostile.itf.json", lambda d: (
+        d["#meta"].update(model="\x1b[31mRED\x1b[0m"),
+        d["#meta"]["violation"].update(message="\x1b]0;retitled\x07")))
+    result = ctmc("trace", "show", str(hostile))
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b[31mRED\\x1b[0m" in result.output and "\\x1b]0;retitled\\x07" in result.output

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,12 +132,16 @@ def read_itf(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS) -> dict[s
         if len(data) > limits.max_bytes:  # it grew since stat
             raise TraceError(f"{where}: above the limit of {limits.max_bytes / 2**20:,.0f} MB "
                              "(raise it with --max-mb)")
-        doc = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TraceError(f"{where}: not JSON: {exc.msg} at line {exc.lineno} column "
                          f"{exc.colno}") from None
     except UnicodeDecodeError:
         raise TraceError(f"{where}: not a UTF-8 text file") from None
+    except ValueError:  # Python's limit on the digits of an int
+        raise TraceError(f"{where}: not JSON ctmc reads: a number with too many digits") \
+            from None
     except RecursionError:
         raise TraceError(f"{where}: JSON nested deeper than {limits.max_nesting} levels") \
             from None
@@ -146,11 +151,27 @@ def read_itf(path: str | os.PathLike, limits: Limits = DEFAULT_LIMITS) -> dict[s
     if deepest > limits.max_nesting:
         raise TraceError(f"{where}: JSON nested {deepest} levels deep, deeper than "
                          f"{limits.max_nesting}: not a trace")
+    if _SURROGATE_ESCAPE.search(text) and not _is_text(doc):
+        raise TraceError(f"{where}: a string holds half a UTF-16 surrogate pair (an escape "
+                         "from \\ud800 to \\udfff alone), which is not text")
     check_itf(doc, where)
     if len(doc["states"]) - 1 > limits.max_steps:
         raise TraceError(f"{where}: {len(doc['states']) - 1:,} steps, above the limit of "
                          f"{limits.max_steps:,} (raise it with --max-steps)")
     return doc
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # pairs decode to one character; halves stay
+
+
+def _is_text(doc: Any) -> bool:
+    """Whether every string in `doc` (already no deeper than the limit) can be written
+    out, as a lone surrogate cannot."""
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def nesting(doc: Any) -> int:

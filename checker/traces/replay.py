@@ -183,6 +183,8 @@ def _replay_step(scalar: ScalarMachine, meta: dict[str, Any], before: State,
     name = meta.get("action")
     if name is None:  # a foreign trace: any action that fits
         return _any_matching(scalar, machine.actions, before, after, "no action")
+    if not isinstance(name, str):
+        raise TraceError(f"the action must be a name, got {json.dumps(name)}")
     if name not in machine.action_names():
         raise TraceError(f"unknown action {name!r}{did_you_mean(name, machine.action_names())} "
                          f"(known: {', '.join(machine.action_names())})")

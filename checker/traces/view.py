@@ -13,6 +13,8 @@ them (marked in their titles; the steps that lead to none of it are dimmed).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import Any
 
 from rich import box
@@ -41,12 +43,15 @@ from checker.views import Rendered, show
 CHANGED = "bold yellow"
 VIOLATION = "bold red"
 GHOST = "dim"
+# what a terminal would act on rather than show (ESC starts colour and title changes)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def show_trace(trace: Trace, console: Console, *, full: bool = False,
                step: int | None = None, raw: bool = False) -> None:
     """Print the header, every step and why the property fails; `step=k` prints step k
     alone; `raw` shows the variables even when the spec declares a protocol view."""
+    trace = printable(trace)
     look = _Look(trace)
     failed = trace.failing_action is not None
     if step is not None:
@@ -67,6 +72,7 @@ def show_trace(trace: Trace, console: Console, *, full: bool = False,
 
 def show_trace_interactive(trace: Trace, console: Console, raw: bool = False) -> None:
     """Like `show_trace`, waiting for Enter after each step (q quits); for a TTY."""
+    trace = printable(trace)
     look = _Look(trace)
     console.print(header_panel(trace))
     for i in range(len(trace) + 1):
@@ -102,6 +108,24 @@ class _Look:
         if i in why.sets:
             return f"{title}  \u25c6 sets {', '.join(why.sets[i])}", "blue"
         return title, "blue" if i in why.matters else "dim"
+
+
+def printable(trace: Trace) -> Trace:
+    """`trace` with the free text its file brought (`#meta`, the violation) made safe for
+    a terminal: control characters shown as escapes, so a hostile trace cannot recolour
+    the screen or retitle the window."""
+    return dataclasses.replace(trace, meta=_escaped(trace.meta),
+                               violation=_escaped(trace.violation))
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
 
 
 def failing_panel(trace: Trace) -> Panel:
