@@ -178,6 +178,41 @@ def test_the_cache_answers_the_second_run_alike(repo: dict, tmp_path: Path) -> N
             (b["status"], b["findings"], b["new_behaviour"])
 
 
+@pytest.mark.parametrize("damage", ["garbage", "an empty object", "an edited count",
+                                    "a trace cut short"])
+def test_a_damaged_cache_entry_is_a_miss_and_stored_anew(damage: str, repo: dict,
+                                                        tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first_run, first = _diff_at(repo, repo["bug"], "--cache", str(cache))
+    entries = [e for e in cache.iterdir() if e.is_dir() and not e.name.startswith(".")]
+    assert entries
+    damaged = set()
+    for entry in entries:
+        answer = entry / "answer.json"
+        before = {f.name: f.read_bytes() for f in entry.iterdir()}
+        if damage == "garbage":
+            answer.write_text("garbage")
+        elif damage == "an empty object":
+            answer.write_text("{}")
+        elif damage == "an edited count":
+            answer.write_text(answer.read_text().replace('"states": ', '"states": 1', 1))
+        elif (entry / "trace.itf.json").exists():
+            text = (entry / "trace.itf.json").read_text()
+            (entry / "trace.itf.json").write_text(text[:len(text) // 2])
+        if {f.name: f.read_bytes() for f in entry.iterdir()} != before:
+            damaged.add(entry.name)
+    assert damaged
+    again_run, again = _diff_at(repo, repo["bug"], "--cache", str(cache))
+    assert again_run.returncode == first_run.returncode == 1, again_run.stderr
+    for a, b in zip(first["models"], again["models"], strict=True):
+        assert (a["status"], a["findings"], a["new_behaviour"]) == \
+            (b["status"], b["findings"], b["new_behaviour"])
+    assert {e.name for e in cache.iterdir() if e.name.endswith(".damaged")} == {
+        f".{name}.damaged" for name in damaged}
+    _, third = _diff_at(repo, repo["bug"], "--cache", str(cache))  # stored anew
+    assert {m["cache"][side] for m in third["models"] for side in ("base", "head")} == {"hit"}
+
+
 @pytest.mark.parametrize("base, message", [
     ("no-such-revision", "BASE 'no-such-revision' is not a git revision nor a folder"),
     ("--oops", "No such option"),

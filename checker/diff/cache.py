@@ -25,11 +25,13 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from checker.engines.durable import read_json, seal, unseal
+from checker.errors import CheckerError
 from checker.lang.digest import machine_digest
 from checker.lang.machine import Machine
 from checker.models import Model, build_machine
@@ -94,28 +96,53 @@ class Entry:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def read(self, request: SideRequest) -> dict[str, Any] | None:
-        """The stored answer with the reader's paths, its files copied into place."""
-        if not (self.folder / "answer.json").is_file():
+        """The stored answer with the reader's paths, its files copied into place; None
+        when there is none, or when it is damaged (then set aside, to be stored anew)."""
+        stored = self._stored()
+        if stored is None:
             return None
-        answer = json.loads((self.folder / "answer.json").read_text())
+        answer, docs = stored
         gate = answer.get("gate")
         if gate is not None:
             gate["file"] = request.model_file
             if gate.get("trace_file"):
                 trace = Path(request.trace_dir) / Path(gate["trace_file"]).name
-                self._copy("trace.itf.json", trace, model_file=request.model_file)
+                self._copy(docs["trace.itf.json"], trace, model_file=request.model_file)
                 gate["trace_file"] = str(trace)
         if answer.get("graph"):
-            self._copy("graph.json", Path(request.graph_file))
+            self._copy(docs["graph.json"], Path(request.graph_file), compact=True)
             answer["graph"] = request.graph_file
         return answer
 
-    def _copy(self, name: str, to: Path, **meta: Any) -> None:
-        """A stored file, its #meta naming the reader's spec (and `meta`)."""
-        doc = json.loads((self.folder / name).read_text())
+    def _stored(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The sealed answer and the documents it names, read whole before any is used."""
+        if not (self.folder / "answer.json").is_file():
+            return None
+        try:
+            path = self.folder / "answer.json"
+            answer = unseal(path, read_json(path, f"{self.folder}: no answer"))
+            names = (["trace.itf.json"] if (answer.get("gate") or {}).get("trace_file")
+                     else []) + (["graph.json"] if answer.get("graph") else [])
+            docs = {name: read_json(self.folder / name, f"{self.folder}: no {name}")
+                    for name in names}
+            if not all(isinstance(doc.get("#meta"), dict) for doc in docs.values()):
+                raise CheckerError(f"{self.folder}: a stored file has no #meta")
+        except (CheckerError, AttributeError, TypeError):
+            self._set_aside()
+            return None
+        return answer, docs
+
+    def _set_aside(self) -> None:
+        """Move a damaged entry out of the way (kept, for a look) so this run stores a
+        whole one; if it cannot be moved, the run's answer is simply not stored."""
+        with suppress(OSError):
+            os.rename(self.folder, self.folder.with_name(f".{self.folder.name}.damaged"))
+
+    def _copy(self, doc: dict[str, Any], to: Path, compact: bool = False, **meta: Any) -> None:
+        """A stored document, its #meta naming the reader's spec (and `meta`)."""
         own = trace_to_itf(Trace(self.machine, [self.machine.init_states[0]], [None]))["#meta"]
         doc["#meta"].update({k: own[k] for k in _SPEC_NAMING}, **meta)
-        replace_text(to, json.dumps(doc, indent=None if name == "graph.json" else 2,
+        replace_text(to, json.dumps(doc, indent=None if compact else 2,
                                     ensure_ascii=False) + "\n")
 
     def write(self, answer: dict[str, Any]) -> None:
@@ -128,7 +155,7 @@ class Entry:
                 shutil.copyfile(answer["gate"]["trace_file"], making / "trace.itf.json")
             if answer.get("graph"):
                 shutil.copyfile(answer["graph"], making / "graph.json")
-            (making / "answer.json").write_text(json.dumps(answer, sort_keys=True) + "\n")
+            (making / "answer.json").write_text(json.dumps(seal(answer), sort_keys=True) + "\n")
             os.rename(making, self.folder)
         except OSError:
             shutil.rmtree(making, ignore_errors=True)
