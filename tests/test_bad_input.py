@@ -405,3 +405,14 @@ def test_trace_show_prints_a_traces_control_characters_as_escapes(a_trace):
     assert result.exit_code == 0, result.output
     assert "\x1b" not in result.output and "\x07" not in result.output
     assert "\\x1b[31mRED\\x1b[0m" in result.output and "\\x1b]0;retitled\\x07" in result.output
+
+
+@pytest.mark.parametrize("command", [["infer", "--workers", "1"], ["prove", "--engine", "pdr",
+                                                                   "--mine"]])
+def test_values_beyond_64_bits_are_one_line_for_the_state_searches_of_proofs(command):
+    """(pdr finds them when it starts mining, after its header)"""
+    result = ctmc(command[0], "tracker_small", *command[1:], "--set", f"max_now={10**20}")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.splitlines()[-1] == (f"error: the spec's expressions reach values from -1 to {10**20:,}, "
+                    "beyond the 64-bit integers a search of states computes with (check, "
+                    "simulate, infer, --mine); lower the parameter that bounds them")

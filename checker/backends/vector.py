@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from checker.errors import SpecError
 from checker.lang.expr import BOOL, Expr, walk
 
 Reader = Callable[[int], np.ndarray]
@@ -53,7 +54,9 @@ def dtype_for(exprs: Sequence[Expr]) -> np.dtype:
         info = np.iinfo(dt)
         if info.min <= lo and hi <= info.max:
             return np.dtype(dt)
-    raise ValueError("values exceed 64 bits")
+    raise SpecError(f"the spec's expressions reach values from {lo:,} to {hi:,}, beyond "
+                    "the 64-bit integers a search of states computes with (check, simulate, "
+                    "infer, --mine); lower the parameter that bounds them")
 
 
 def compile_batch(roots: Sequence[Expr], dtype: np.dtype, name: str = "batch") -> BatchFn:
