@@ -413,6 +413,7 @@ def test_values_beyond_64_bits_are_one_line_for_the_state_searches_of_proofs(com
     """(pdr finds them when it starts mining, after its header)"""
     result = ctmc(command[0], "tracker_small", *command[1:], "--set", f"max_now={10**20}")
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert result.stderr.splitlines()[-1] == (f"error: the spec's expressions reach values from -1 to {10**20:,}, "
-                    "beyond the 64-bit integers a search of states computes with (check, "
-                    "simulate, infer, --mine); lower the parameter that bounds them")
+    assert result.stderr.splitlines()[-1] == (
+        f"error: the spec's expressions reach values from -1 to {10**20:,}, beyond the "
+        "64-bit integers a search of states computes with (check, simulate, infer, --mine); "
+        "lower the parameter that bounds them")
