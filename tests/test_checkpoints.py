@@ -9,10 +9,12 @@ import os
 import re
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from checker.engines.durable import seal
 from checker.engines.explicit import checkpoint as checkpoint_module
 from checker.engines.explicit.bfs import BfsOptions, check
 from checker.engines.result import UNKNOWN
@@ -192,6 +194,13 @@ def _level_file(folder: Path, kind: str) -> Path:
     return folder / next(n for n in sorted(_manifest(folder)["files"]) if n.endswith(kind))
 
 
+def _forge(folder: Path, edit: Callable[[dict], object]) -> None:
+    """Edit the manifest and seal it again, as a forger who knows the checksum would."""
+    body = {k: v for k, v in _manifest(folder).items() if k != "checksum"}
+    edit(body)
+    (folder / "manifest.json").write_text(json.dumps(seal(body)))
+
+
 CORRUPTIONS = {
     "fingerprints overwritten": (lambda f: _flip_last_byte(_level_file(f, ".fps.npy")),
                                  "fps.npy: checksum mismatch"),
@@ -218,6 +227,16 @@ CORRUPTIONS = {
             "/dev/zero"), "manifest.json: not a regular file (a character device)"),
     "the marker a FIFO": (lambda f: (f / "ctmc-checkpoint.json").unlink() or os.mkfifo(
         f / "ctmc-checkpoint.json"), "ctmc-checkpoint.json: not a regular file (a FIFO)"),
+    # edited and sealed again: the checksum holds, the contents must still make sense
+    "a file entry forged as a number": (
+        lambda f: _forge(f, lambda m: m["files"].update({next(iter(m["files"])): 5})),
+        "manifest.json: not a ctmc BFS checkpoint manifest"),
+    "the counters forged to another length": (
+        lambda f: _forge(f, lambda m: m.update(enabled=[1])),
+        "manifest.json: its counters do not fit the spec's"),
+    "a counter forged negative": (
+        lambda f: _forge(f, lambda m: m.update(generated=-5)),
+        "manifest.json: its counters do not fit the spec's"),
     "the manifest nested too deeply": (
         lambda f: (f / "manifest.json").write_text("[" * 100_000 + "]" * 100_000),
         "manifest.json: cannot read: JSON nested too deeply"),

@@ -335,6 +335,11 @@ def _take_checkpoint(search: _Search) -> None:
     if not np.array_equal(layout.fingerprints(saved.frontier), saved.fps[-1]):
         raise CheckerError(f"{search.checkpoint.path}: the saved frontier does not match "
                            f"level {len(saved.fps) - 1}'s fingerprints")
+    counters = (saved.enabled.shape, saved.new_states.shape)
+    if counters != ((search.kernel.n_actions,),) * 2 or saved.generated < 0 \
+            or (saved.enabled < 0).any() or (saved.new_states < 0).any():
+        raise CheckerError(f"{search.checkpoint.path / MANIFEST}: its counters do not fit "
+                           f"the spec's {search.kernel.n_actions} action instances")
     search.visited = VisitedSet(np.concatenate(saved.fps))
     for parents, actions in zip(saved.parents, saved.actions, strict=True):
         search.records.append_parents(parents, actions)

@@ -347,7 +347,9 @@ def _read_array(path: Path, entry: dict[str, Any], dtype: Any) -> np.ndarray:
 
 def _check_manifest(path: Path, record: Any) -> dict[str, Any]:
     manifest = unseal(path, record)
+    files = manifest.get("files")
     if manifest.get("format") != FORMAT or not isinstance(manifest.get("levels"), int) \
-            or manifest["levels"] < 1 or not isinstance(manifest.get("files"), dict):
+            or manifest["levels"] < 1 or not isinstance(files, dict) \
+            or not all(isinstance(entry, dict) for entry in files.values()):
         raise CheckerError(f"{path}: not a ctmc BFS checkpoint manifest")
     return manifest
