@@ -800,11 +800,13 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
                       workers or _usable_cores(), prove)
     if junit:
         write_junit(report, junit)
-    index = None
+    index: Path | None = None
+    unwritten: list[str] = []
     if html_dir is not None:
         from checker.traces.html import write_pages
 
-        index = write_pages([r.trace_file for r in report.results if r.trace_file], html_dir)
+        index, unwritten = write_pages([r.trace_file for r in report.results if r.trace_file],
+                                       html_dir)
     if as_json:
         click.echo(json.dumps(to_json(report) | {"html_index": index and str(index)}, indent=2))
     else:
@@ -812,7 +814,9 @@ def gate(models_dir: Path, targets: tuple[str, ...], junit: Path | None, as_json
 
         _progress.stop()
         print_gate(report, trace_dir, junit, index)
-    if report.broken:
+    for problem in unwritten:
+        click.echo(f"error: --html: {problem}", err=True)
+    if report.broken or unwritten:
         return EXIT_ERROR
     return EXIT_HOLDS if report.ok else EXIT_VIOLATION
 

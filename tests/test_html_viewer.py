@@ -306,6 +306,23 @@ def test_gate_html_writes_a_page_per_counterexample_and_an_index(tmp_path: Path)
     assert f"HTML pages: {tmp_path / 'html' / 'index.html'}" in result.output
 
 
+def test_gate_html_keeps_a_users_file_in_a_pages_place_and_writes_the_rest(
+        tmp_path: Path) -> None:
+    page = f"{CASES['no_view']}-NoWriteBelowClosed-bfs.html"
+    (tmp_path / "html").mkdir()
+    (tmp_path / "html" / page).write_text("mine")
+    result = _cli("gate", str(MODELS_DIR / f"{CASES['no_view']}.toml"),
+                  str(MODELS_DIR / "tracker_small.toml"), "--trace-dir",
+                  str(tmp_path / "traces"), "--html", str(tmp_path / "html"))
+    assert result.return_value == 2, result.output
+    assert "2 models, 2 as expected" in result.output  # the gate's table and verdict
+    assert result.output.strip().splitlines()[-1] == (
+        f"error: --html: cannot write: {tmp_path / 'html' / page} exists and was not "
+        "written by ctmc; ctmc replaces only its own files (move it, or choose another name)")
+    assert (tmp_path / "html" / page).read_text() == "mine"
+    assert "(not written: " in (tmp_path / "html" / "index.html").read_text()
+
+
 def test_gate_html_refuses_a_file_before_running(tmp_path: Path) -> None:
     taken = tmp_path / "taken"
     taken.write_text("keep me")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from checker.outputs import MARK, replace_text
+from checker.outputs import MARK, OutputError, replace_text
 from checker.traces.story import (
     CTI,
     UNTOUCHED,
@@ -46,18 +46,25 @@ def write_html(trace: Trace, path: str | os.PathLike, source: str = "") -> None:
     replace_text(path, page(trace, source), make_folders=False)
 
 
-def write_pages(trace_files: list[Path], folder: Path) -> Path:
+def write_pages(trace_files: list[Path], folder: Path) -> tuple[Path, list[str]]:
     """A page per trace file in `folder` (made if missing), and an `index.html` linking
-    them; returns the index."""
+    them; returns the index and why any page could not be written (a name taken by a
+    file ctmc did not write, say: the other pages and the index are written all the
+    same, the index saying which is missing)."""
     from checker.traces.replay import load_trace
 
     folder.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, problems = [], []
     for file in trace_files:
         trace = load_trace(file)
         out = folder / html_name(file)
-        write_html(trace, out, source=file.name)
-        rows.append(f'<tr><td><a href="{page_link(out.name)}">{html.escape(out.stem)}</a>'
+        try:
+            write_html(trace, out, source=file.name)
+            link = f'<a href="{page_link(out.name)}">{html.escape(out.stem)}</a>'
+        except OutputError as exc:
+            problems.append(str(exc))
+            link = f"{html.escape(out.stem)} (not written: {html.escape(str(exc))})"
+        rows.append(f"<tr><td>{link}"
                     f"</td><td>{html.escape(trace.machine.spec_name)}</td>"
                     f"<td>{html.escape(violation_sentence(trace) or '-')}</td>"
                     f"<td>{len(trace)}</td></tr>")
@@ -70,7 +77,7 @@ def write_pages(trace_files: list[Path], folder: Path) -> Path:
                  f"<h1>ctmc counterexamples ({len(rows)})</h1>\n<table>\n<tr><th>trace</th>"
                  "<th>spec</th><th>violation</th><th>steps</th></tr>\n" + "\n".join(rows)
                  + "\n</table>\n</body>\n</html>\n")
-    return index
+    return index, problems
 
 
 def page_link(name: str) -> str:
