@@ -28,6 +28,7 @@ reported as one line naming the file and the key, never as a traceback.
 from __future__ import annotations
 
 import dataclasses
+import os
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from checker.errors import ModelError, did_you_mean
 from checker.lang.machine import Machine
+from checker.outputs import file_kind
 from checker.registry import find_spec
 
 if TYPE_CHECKING:
@@ -91,11 +93,15 @@ def resolve_model_path(path_or_name: str, models_dir: Path,
     path = Path(path_or_name)
     if _is_file(path):
         return path
+    tried = [path]
     if path.name == path_or_name and path.suffix != SUFFIX:
         for folder in (Path(models_dir), *also):
             candidate = folder / f"{path_or_name}{SUFFIX}"
             if _is_file(candidate):
                 return candidate
+            tried.append(candidate)
+    for place in tried:  # there, but not a file: say what it is rather than "no such file"
+        _refuse_other_kinds(place)
     check_models_dir(models_dir)
     known = [p.stem for folder in (Path(models_dir), *also) for p in list_models(folder)]
     hint = did_you_mean(path_or_name, known) if len(path_or_name) < 200 else ""
@@ -111,6 +117,16 @@ def check_models_dir(models_dir: Path) -> None:
     if not folder.is_dir():
         raise ModelError(f"--models-dir: {folder} "
                          f"{'is not a folder' if folder.exists() else 'does not exist'}")
+
+
+def _refuse_other_kinds(path: Path) -> None:
+    """Refuse a path that is there but is not a regular file (a folder, a FIFO, a
+    device), rather than call it missing."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, or a name the system refuses
+        return
+    raise ModelError(f"{path}: {file_kind(mode)}, not a model file")
 
 
 def _is_file(path: Path) -> bool:

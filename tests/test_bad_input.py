@@ -417,3 +417,14 @@ def test_values_beyond_64_bits_are_one_line_for_the_state_searches_of_proofs(com
         f"error: the spec's expressions reach values from -1 to {10**20:,}, beyond the "
         "64-bit integers a search of states computes with (check, simulate, infer, --mine); "
         "lower the parameter that bounds them")
+
+
+def test_a_model_path_that_is_not_a_file_says_what_it_is(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.toml").mkdir()
+    os.mkfifo(tmp_path / "fifo.toml")  # reading it would wait forever
+    for given, kind in (("folder.toml", "a folder"), ("fifo.toml", "a FIFO"),
+                        ("/dev/zero", "a character device")):
+        assert one_error_line(ctmc("check", given)) == f"error: {given}: {kind}, not a model file"
+    (tmp_path / "tracker_small").mkdir()  # a folder named like a model: the model is meant
+    assert ctmc("check", "tracker_small", "-q").exit_code == 0
