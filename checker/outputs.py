@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from checker.errors import CheckerError
@@ -123,7 +124,8 @@ def check_folder_takes_files(folder: Path, what: str) -> None:
     except OSError as exc:
         raise OutputError(f"{what}: cannot write in {folder}: {exc.strerror or exc}") from None
     finally:
-        probe.unlink(missing_ok=True)
+        with suppress(OSError):  # never made (under a file, say): nothing to remove
+            probe.unlink()
         for parent in reversed(made):
             parent.rmdir()
 

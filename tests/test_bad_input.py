@@ -428,3 +428,12 @@ def test_a_model_path_that_is_not_a_file_says_what_it_is(tmp_path, monkeypatch):
         assert one_error_line(ctmc("check", given)) == f"error: {given}: {kind}, not a model file"
     (tmp_path / "tracker_small").mkdir()  # a folder named like a model: the model is meant
     assert ctmc("check", "tracker_small", "-q").exit_code == 0
+
+
+def test_a_checkpoint_folder_under_a_file_names_the_option(tmp_path):
+    (tmp_path / "afile").write_text("mine")
+    line = one_error_line(ctmc("check", "tracker_small", "--checkpoint",
+                               str(tmp_path / "afile" / "sub")))
+    assert line == f"error: --checkpoint: cannot write in {tmp_path / 'afile' / 'sub'}: " \
+        "Not a directory"
+    assert (tmp_path / "afile").read_text() == "mine"
