@@ -437,3 +437,13 @@ def test_a_checkpoint_folder_under_a_file_names_the_option(tmp_path):
     assert line == f"error: --checkpoint: cannot write in {tmp_path / 'afile' / 'sub'}: " \
         "Not a directory"
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+def test_more_workers_than_descriptors_for_their_pipes_is_one_line(monkeypatch):
+    import resource
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 4096))
+    line = one_error_line(ctmc("check", "tracker_small", "--workers", "12"))
+    assert line == ("error: --workers 12: their pipes need 312 open files, and this process "
+                    "may open 256 (ulimit -n); use at most 9 workers, or raise the limit")
+    assert ctmc("check", "tracker_small", "-q", "--workers", "9").exit_code == 0

@@ -41,7 +41,7 @@ from checker.engines.explicit.frontier import SpilledColumns
 from checker.engines.explicit.heap import give_back_freed_memory
 from checker.engines.explicit.level import Level, expand_frontier, first_bad
 from checker.engines.explicit.liveness import check_liveness
-from checker.engines.explicit.parallel import Pool, SplitVisited
+from checker.engines.explicit.parallel import Pool, SplitVisited, refuse_too_many_workers
 from checker.engines.explicit.records import LevelRecords, action_dtype
 from checker.engines.explicit.successors import Kernel
 from checker.engines.explicit.visited import LevelDedup, VisitedSet
@@ -167,6 +167,7 @@ def preflight(machine: Machine, options: BfsOptions) -> None:
     these options, a checkpoint folder it may not take, or one of another search."""
     refuse_unchecked(machine, "bfs", options.max_depth)
     Layout(machine)  # every variable fits a 64-bit word
+    refuse_too_many_workers(options.workers)
     if options.checkpoint_dir and options.resume:
         Checkpoint.check_identity(options.checkpoint_dir, _identity(machine, options))
     elif options.checkpoint_dir:

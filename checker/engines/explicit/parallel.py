@@ -43,6 +43,7 @@ import multiprocessing
 import os
 import pickle
 import queue
+import resource
 import struct
 import threading
 import time
@@ -148,6 +149,28 @@ class _Channel:
         self.file.close()
 
 
+_SPARE_FDS = 64  # descriptors left for files, sockets and the interpreter itself
+
+
+def pipe_fds(workers: int) -> int:
+    """File descriptors the coordinator opens for `workers`: a command and a result pipe
+    each, and a pipe from every worker to every other, two ends a pipe."""
+    return 2 * (2 * workers + workers * (workers - 1))
+
+
+def refuse_too_many_workers(workers: int) -> None:
+    """Refuse, in one line, more workers than this process has descriptors for their
+    pipes (`ulimit -n`), rather than fail with "Too many open files" at the first big
+    level."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if workers < 2 or limit == resource.RLIM_INFINITY or pipe_fds(workers) + _SPARE_FDS <= limit:
+        return
+    most = max(n for n in range(1, workers) if n == 1 or pipe_fds(n) + _SPARE_FDS <= limit)
+    raise CheckerError(f"--workers {workers}: their pipes need {pipe_fds(workers):,} open "
+                       f"files, and this process may open {limit:,} (ulimit -n); use at most "
+                       f"{most} workers, or raise the limit")
+
+
 class Pool:
     """`options.workers` processes sharing the search (see the module docstring)."""
 
@@ -156,6 +179,7 @@ class Pool:
         """Fork the workers; each keeps the part of `visited` and of `frontier` it owns,
         and starts expanding the latter at once."""
         n = options.workers
+        refuse_too_many_workers(n)
         self.kernel, self.n = kernel, n
         self.checkpoint = options.checkpoint_dir  # named in the line a dead worker gives
         self.keeps_states = keeps_states(options)
