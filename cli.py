@@ -46,6 +46,17 @@ EXIT_INCONCLUSIVE = 3  # prove: not inductive; bmc/prove: the solver gave up (un
 T = TypeVar("T")
 
 
+class _Folder(click.Path):
+    """A folder option: as click.Path, but an empty name, which would quietly mean no
+    folder or the current one, is refused."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            self.fail("an empty name is not a folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class _Interrupted(Exception):
     """Ctrl-C during a run, carrying what to tell the user (e.g. how to resume)."""
 
@@ -99,7 +110,7 @@ def _fail(message: str, code: int) -> int:
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: 0 holds (or proved), 1 violation found, 2 bad input or spec "
                     "error, 3 inconclusive (not inductive, or solver unknown), 130 interrupted.")
-@click.option("--models-dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--models-dir", type=_Folder(file_okay=False, path_type=Path),
               default=MODELS_DIR, show_default="the models folder that ships with ctmc",
               help="Where bare model names (like tracker_small) are looked up; the "
                    "benchmark models are found by name too.")
@@ -157,7 +168,7 @@ def _models_dir_here(ctx: click.Context, param: click.Parameter, value: Path | N
 
 
 _models_dir_option = click.option(
-    "--models-dir", type=click.Path(file_okay=False, path_type=Path), expose_value=False,
+    "--models-dir", type=_Folder(file_okay=False, path_type=Path), expose_value=False,
     callback=_models_dir_here, help="Where bare model names are looked up (also accepted "
                                     "before the command).")
 
@@ -250,7 +261,7 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
 @click.option("--engine", "engine_name", type=click.Choice(("bfs", "spark")), default="bfs",
               show_default=True,
               help="bfs: in this process; spark: levels partitioned across Spark executors.")
-@click.option("--checkpoint", type=click.Path(file_okay=False), metavar="DIR",
+@click.option("--checkpoint", type=_Folder(file_okay=False), metavar="DIR",
               help="Save progress in DIR (new or empty) so the run can be resumed (bfs).")
 @click.option("--checkpoint-every", type=click.FloatRange(min=0), default=5.0,
               show_default=True, metavar="SECONDS",
@@ -263,7 +274,7 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
 @click.option("--partitions", type=click.IntRange(min=1), metavar="N",
               help="Fingerprint partitions of a Spark run  [default: 2 per core, at least 8; "
                    "on --resume, the run's]")
-@click.option("--run-dir", type=click.Path(file_okay=False), metavar="DIR",
+@click.option("--run-dir", type=_Folder(file_okay=False), metavar="DIR",
               help="Where a Spark run writes its levels  [default: runs/MODEL-TIMESTAMP]")
 @click.option("--resume", metavar="DIR", callback=_resume_folder,
               help="Resume from the checkpoint (bfs) or run directory (spark) in DIR (for "
@@ -746,10 +757,10 @@ def trace_check(file: str, limits: Limits) -> None:
               help="Also write a JUnit XML report (a testcase per model) to PATH.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object on stdout instead of the table.")
-@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--trace-dir", type=_Folder(file_okay=False, path_type=Path),
               default=TRACE_DIR / "gate", show_default=True,
               help="Where counterexamples are written (as ITF).")
-@click.option("--html", "html_dir", type=click.Path(path_type=Path), metavar="DIR",
+@click.option("--html", "html_dir", type=_Folder(path_type=Path), metavar="DIR",
               help="Also write every counterexample as an HTML page in DIR, with an "
                    "index.html.")
 @click.option("--update-baselines", is_flag=True,
@@ -855,13 +866,13 @@ def _parse_policies(ctx: click.Context, param: click.Parameter,
                    "regression) to PATH.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON object on stdout instead of the table.")
-@click.option("--trace-dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--trace-dir", type=_Folder(file_okay=False, path_type=Path),
               default=TRACE_DIR / "diff", show_default=True,
               help="Where counterexamples (in base/ and head/) and behaviour traces go.")
 @click.option("--behaviour-states", type=click.IntRange(min=0), default=100_000,
               show_default=True, metavar="N",
               help="Compare behaviours of models with at most N reachable states (0: never).")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--cache", "cache_dir", type=_Folder(file_okay=False, path_type=Path),
               metavar="DIR", help="Keep each side's results in DIR, keyed by what the spec "
                                   "means, and reuse them when nothing it depends on changed.")
 @click.option("--workers", type=click.IntRange(min=1), metavar="N",

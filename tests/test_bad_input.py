@@ -447,3 +447,16 @@ def test_more_workers_than_descriptors_for_their_pipes_is_one_line(monkeypatch):
     assert line == ("error: --workers 12: their pipes need 312 open files, and this process "
                     "may open 256 (ulimit -n); use at most 9 workers, or raise the limit")
     assert ctmc("check", "tracker_small", "-q", "--workers", "9").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "tracker_small", "--checkpoint", ""],
+    ["check", "tracker_small", "--engine", "spark", "--run-dir", " "],
+    ["gate", "tracker_small", "--trace-dir", ""],
+    ["gate", "tracker_small", "--html", ""],
+    ["diff", "HEAD", "tracker_small", "--cache", ""],
+], ids=["checkpoint", "run-dir", "trace-dir", "html", "cache"])
+def test_an_empty_folder_name_is_refused_not_taken_for_none_or_here(args):
+    option = args[-2]
+    assert one_error_line(ctmc(*args)) == \
+        f"error: Invalid value for '{option}': an empty name is not a folder"
