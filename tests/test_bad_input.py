@@ -460,3 +460,14 @@ def test_an_empty_folder_name_is_refused_not_taken_for_none_or_here(args):
     option = args[-2]
     assert one_error_line(ctmc(*args)) == \
         f"error: Invalid value for '{option}': an empty name is not a folder"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["#meta"]["params"].update(requests="x"),
+     "#meta: parameter requests wants an integer, got 'x'"),
+    (lambda d: d["#meta"].update(spec_ref="nope.mod:X"),
+     "cannot import spec module 'nope.mod': No module named 'nope'"),
+], ids=["a parameter", "the spec"])
+def test_a_bad_meta_names_the_trace_once(change, message, a_trace):
+    edited = _edited(a_trace, "edited.itf.json", change)
+    assert one_error_line(ctmc("trace", "check", str(edited))) == f"error: {edited}: {message}"

@@ -172,8 +172,10 @@ def _machine_from_meta(meta: dict[str, Any], where: str) -> Machine:
         raise TraceError(f"{where}: \"#meta\" params must be an object and mutations a list")
     try:
         return find_spec(ref).instantiate(params, mutations, where=f"{where}: #meta")
-    except ModelError as exc:
-        raise TraceError(f"{where}: {exc}") from None
+    except ModelError as exc:  # the parameters' errors name `where` already
+        text = str(exc)
+        raise TraceError(text if text.startswith(f"{where}: ") else f"{where}: {text}") \
+            from None
 
 
 def _replay_step(scalar: ScalarMachine, meta: dict[str, Any], before: State,
