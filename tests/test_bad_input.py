@@ -30,6 +30,8 @@ def ctmc(*args: str):
     (["--timeout", "nan"], "Invalid value for '--timeout': nan is not a number of seconds"),
     (["--timeout", "inf"], "Invalid value for '--timeout': inf is not a number of seconds"),
     (["--trace-out", ""], "--trace-out: '.' is not a file name"),
+    (["--set", "requests=\u0663"], "parameter requests wants an integer, got '\u0663'"),
+    (["--set", "requests=\uff13"], "parameter requests wants an integer, got '\uff13'"),
 ])
 def test_check_refuses_with_one_line(args, message):
     assert message in one_error_line(ctmc("check", "tracker_small", *args))

@@ -84,6 +84,8 @@ class ParamDecl:
                 value = text in ("true", "1", "yes")
             else:
                 try:
+                    if not text.isascii():  # int() reads other scripts' digits too
+                        raise ValueError(text)
                     value = int(text)
                 except ValueError:
                     raise ModelError(
