@@ -720,15 +720,19 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
 @_trace_file
 @_trace_limits
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              metavar="OUT.html", help="Where to write the page (default: FILE with .html).")
+              metavar="OUT.html",
+              help="Where to write the page (default: FILE with .html; -: standard output).")
 def trace_html(file: str, output: Path | None, limits: Limits) -> None:
     """Write the trace in FILE as one self-contained HTML page: swimlanes, a step slider
     (left/right keys), each lane's tables with the changed cells marked, the whole
     state, and the violation."""
     from checker.outputs import check_writable
-    from checker.traces.html import html_name, write_html
+    from checker.traces.html import html_name, page, write_html
     from checker.traces.replay import load_trace
 
+    if output == Path("-"):
+        click.echo(page(load_trace(file, limits=limits), Path(file).name), nl=False)
+        return
     out = output or Path(file).with_name(html_name(Path(file)))
     check_writable(out, "-o", make_folders=False, reads=file)
     write_html(load_trace(file, limits=limits), out, source=Path(file).name)

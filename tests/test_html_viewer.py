@@ -269,6 +269,17 @@ def test_trace_html_writes_beside_the_trace_by_default(traces: dict[str, Path],
     assert result.return_value in (None, 0) and (tmp_path / "mine.html").is_file()
 
 
+def test_trace_html_dash_writes_the_page_to_standard_output(traces: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    copy = tmp_path / "mine.itf.json"
+    shutil.copy(traces["no_view"], copy)
+    result = _cli("trace", "html", str(copy), "-o", "-")
+    assert result.return_value in (None, 0) and result.exception is None, result.output
+    assert _cli("trace", "html", str(copy), "-o", str(tmp_path / "p.html")).exception is None
+    assert result.stdout == (tmp_path / "p.html").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.itf.json", "p.html"]
+
+
 @pytest.mark.parametrize("problem", ["not json", "not a trace", "missing folder", "a folder"])
 def test_trace_html_refuses_bad_input_with_one_line(problem: str, traces: dict[str, Path],
                                                     tmp_path: Path) -> None:
