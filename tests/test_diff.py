@@ -216,6 +216,7 @@ def test_a_damaged_cache_entry_is_a_miss_and_stored_anew(damage: str, repo: dict
 @pytest.mark.parametrize("base, message", [
     ("no-such-revision", "BASE 'no-such-revision' is not a git revision nor a folder"),
     ("--oops", "No such option"),
+    ("", "BASE is empty: give a git revision or a folder"),
 ])
 def test_a_bad_base_is_one_line(repo: dict, base: str, message: str) -> None:
     path = repo["path"]

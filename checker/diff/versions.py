@@ -74,6 +74,8 @@ def repository_root(folder: Path) -> Path:
 def base_version(base: str, head_root: Path) -> Iterator[Version]:
     """BASE's files for the length of the `with`: the folder itself, or the revision
     exported into a temporary folder removed at the end."""
+    if not base.strip():  # Path("") would be the current folder
+        raise VersionError("BASE is empty: give a git revision or a folder")
     folder = Path(base)
     commit = None if folder.is_dir() else _commit(base, head_root)
     scratch = Path(tempfile.mkdtemp(prefix="ctmc-diff-"))
