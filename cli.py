@@ -96,6 +96,14 @@ class _Cli(click.Group):
             return code
         sys.exit(code)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Ctrl-C before a command turns it into its own line: click would print an
+        empty line first and raise Abort."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted("interrupted") from None
+
 
 def _fail(message: str, code: int) -> int:
     """Print one line on stderr (after whatever stdout already holds)."""

@@ -273,3 +273,29 @@ def test_list_spec_details(models, what, expected):
     assert result.exit_code == 0, result.output
     for text in expected:
         assert text in result.stdout
+
+
+def test_ctrl_c_before_the_engine_starts_is_one_line(monkeypatch, tmp_path):
+    """Click would print an empty line before its own Abort."""
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_load", interrupted)
+    result = run(tmp_path, "check", "tracker_small")
+    assert (result.exit_code, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+def test_ctrl_c_while_python_loads_the_command_is_one_line(monkeypatch, capsys):
+    import sys
+    import types
+
+    import ctmc
+
+    class Loading(types.ModuleType):
+        def __getattr__(self, name):
+            raise KeyboardInterrupt  # as if it arrived during `from cli import main`
+
+    monkeypatch.setitem(sys.modules, "cli", Loading("cli"))
+    with pytest.raises(SystemExit) as ended:
+        ctmc.main()
+    assert ended.value.code == 130 and capsys.readouterr().err == "interrupted\n"
