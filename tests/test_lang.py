@@ -197,3 +197,31 @@ def test_with_defaults_builds_the_same_spec_with_other_defaults():
     assert result.stats["distinct_states"] == 10  # 0..9
     with pytest.raises(SpecError, match="no parameter 'm'"):
         COUNTER.with_defaults("counter_m", m=1)
+
+
+@pytest.mark.parametrize("domain, values", [
+    ((k for k in range(3)), [0, 1, 2]),  # a generator: used up by counting its values once
+    ({2, 0, 1}, [0, 1, 2]),
+    (frozenset({"b", "a", "c"}), ["a", "b", "c"]),  # in a string hash's order otherwise
+    ({"x": 1, "y": 2}, ["x", "y"]),  # a dict: its keys
+], ids=["generator", "set", "frozenset", "dict"])
+def test_every_kind_of_parameter_domain_gives_every_instance_in_a_fixed_order(domain, values):
+    def body(m, p):
+        m.var("c", Int(0, 1), init=0)
+
+        @m.action(v=domain)
+        def a(s, v):
+            s.c = 1
+
+    assert [dict(a.params)["v"] for a in _spec(body).instantiate({}).actions] == values
+
+
+def test_a_set_domain_is_sorted_even_when_its_values_do_not_compare():
+    def body(m, p):
+        m.var("c", Int(0, 1), init=0)
+
+        @m.action(v={1, "a"})
+        def a(s, v):
+            s.c = 1
+
+    assert [dict(a.params)["v"] for a in _spec(body).instantiate({}).actions] == [1, "a"]

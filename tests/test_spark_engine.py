@@ -162,6 +162,14 @@ def test_specs_match_the_local_engine(case, spark, tmp_path):
     assert_same(local, run_spark(machine, tmp_path / "run", spark, deadlock, partitions=3))
 
 
+def test_a_spec_that_builds_differently_in_the_executors_is_refused(spark, tmp_path):
+    """Its action ids and fingerprints would name other instances and states there."""
+    from tests.specs.executor_dependent import EXECUTOR_DEPENDENT
+
+    with pytest.raises(CheckerError, match="builds a different machine in a Spark executor"):
+        run_spark(EXECUTOR_DEPENDENT.instantiate({}), tmp_path / "run", spark)
+
+
 def test_depth_bound_marks_the_result_incomplete(spark, tmp_path):
     machine = GRID.instantiate({"n": 5, "bx": 9, "by": 9})
     local = local_check(machine, BfsOptions(deadlock=False, max_depth=4))

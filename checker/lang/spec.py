@@ -213,7 +213,7 @@ class Spec:
             self._build(builder, params)
         except CheckerError as exc:
             raise SpecError(_located(exc, f"spec {self.name}")) from None
-        except Exception as exc:  # a bug in the spec's own Python code
+        except (Exception, SystemExit) as exc:  # a bug in the spec's own Python code
             raise SpecError(_located(exc, f"spec {self.name}: {type(exc).__name__}")) from None
         machine = builder.finish()
         machine.spec_ref = self.ref
@@ -571,7 +571,7 @@ class ModelBuilder:
         """Declare an action; keyword arguments give each parameter's finite domain."""
         def register(f: Callable) -> Callable:
             self._claim(f.__name__)
-            self._actions.append((f.__name__, f, domains))
+            self._actions.append((f.__name__, f, _fixed(domains)))
             return f
         return register(fn) if fn is not None else register
 
@@ -580,7 +580,7 @@ class ModelBuilder:
         def register(f: Callable) -> Callable:
             if self._init is not None:
                 raise SpecError("init declared twice")
-            self._init = (f, domains)
+            self._init = (f, _fixed(domains))
             return f
         return register(fn) if fn is not None else register
 
@@ -644,7 +644,7 @@ class ModelBuilder:
             result = fn(state, **kwargs)
         except CheckerError as exc:
             raise SpecError(_located(exc, label)) from None
-        except Exception as exc:  # a bug in the spec's Python code
+        except (Exception, SystemExit) as exc:  # a bug in the spec's Python code
             raise SpecError(_located(exc, f"{label}: {type(exc).__name__}")) from None
         finally:
             _ACTIVE.pop()
@@ -669,7 +669,7 @@ class ModelBuilder:
             returned = fn(*states)
         except CheckerError as exc:
             raise SpecError(_located(exc, label)) from None
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise SpecError(_located(exc, f"{label}: {type(exc).__name__}")) from None
         out = lift(returned) if isinstance(returned, bool | int | Expr) else None
         if out is None or out.sort != BOOL:
@@ -795,6 +795,25 @@ def _broadcast(t: Type, value: Any) -> Any:
     return value
 
 
+
+
+def _fixed(domains: dict[str, Iterable]) -> dict[str, Iterable]:
+    """Each parameter domain as a sequence read the same way every time and in every
+    process: a generator would be used up by the first count of its values, and a set's
+    order changes with the hash seed, so Spark's executors would number a set's action
+    instances differently from the driver. Sets are sorted; ranges stay lazy."""
+    fixed: dict[str, Iterable] = {}
+    for name, domain in domains.items():
+        if isinstance(domain, range):
+            fixed[name] = domain
+        elif isinstance(domain, set | frozenset):
+            try:
+                fixed[name] = sorted(domain)
+            except TypeError:  # values of kinds that do not compare
+                fixed[name] = sorted(domain, key=lambda v: (type(v).__name__, repr(v)))
+        else:
+            fixed[name] = list(domain)
+    return fixed
 
 
 def _domain_size(domain: Iterable) -> int:

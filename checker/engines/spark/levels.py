@@ -49,6 +49,7 @@ from checker.engines.explicit.visited import LevelDedup, VisitedSet
 from checker.engines.spark import exchange, visited_runs
 from checker.engines.spark.run_dir import level_file
 from checker.errors import CheckerError
+from checker.lang.digest import machine_digest
 from checker.lang.machine import Machine
 from checker.packing import U64
 
@@ -69,6 +70,7 @@ class MachineRef:
     lemmas: tuple[str, ...]
     liveness: tuple[str, ...] = ()
     symmetry: bool = False  # successors are mapped to their orbits' representatives
+    digest: str = ""  # the driver's machine_digest, which the rebuilt machine must match
 
     @classmethod
     def of(cls, machine: Machine, symmetry: bool = False) -> MachineRef:
@@ -79,18 +81,28 @@ class MachineRef:
                    tuple(machine.mutations), tuple(p.name for p in machine.invariants),
                    tuple(p.name for p in machine.step_invariants),
                    tuple(p.name for p in machine.lemmas),
-                   tuple(p.name for p in machine.liveness), symmetry)
+                   tuple(p.name for p in machine.liveness), symmetry, machine_digest(machine))
 
     def build(self) -> Machine:
+        """The machine again, refused if it means something else here than where the
+        reference was made: action ids and fingerprints would then name other
+        instances and states (a spec that iterates a set, say, whose order follows
+        each process's hash seed)."""
         from checker.registry import find_spec
 
         machine = find_spec(self.spec_ref).instantiate(dict(self.params), self.mutations)
-        return dataclasses.replace(
+        machine = dataclasses.replace(
             machine,
             invariants=_pick(machine.invariants, self.invariants),
             step_invariants=_pick(machine.step_invariants, self.step_invariants),
             lemmas=_pick(machine.lemmas, self.lemmas),
             liveness=_pick(machine.liveness, self.liveness))
+        if self.digest and machine_digest(machine) != self.digest:
+            raise CheckerError(
+                f"spec {machine.spec_name} builds a different machine in a Spark executor "
+                "than in the driver (does it iterate a set or a dict built from one, or "
+                "read something that differs between processes?); run it with --engine bfs")
+        return machine
 
 
 def _pick(props: list, names: tuple[str, ...]) -> list:
