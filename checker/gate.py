@@ -192,7 +192,7 @@ def run_model(path: Path, models_dir: Path, trace_dir: Path,
         _run(result, path, models_dir, trace_dir, update_baselines, progress, workers, prove)
     except CheckerError as exc:
         _broken(result, str(exc))
-    except Exception as exc:  # a spec module that crashes must not stop the gate
+    except (Exception, SystemExit) as exc:  # a spec module that crashes must not stop the gate
         _broken(result, f"internal error: {type(exc).__name__}: {exc}")
         result.detail = traceback.format_exc()
     result.seconds = round(time.perf_counter() - started, 3)

@@ -82,7 +82,7 @@ def render(view: View, state: State) -> Rendered:
         if problem:
             return Rendered((), {}, f"(the view's tables are malformed: {problem})")
         return Rendered(lanes, {lane: list(tables.get(lane, [])) for lane in (*lanes, "")})
-    except Exception as exc:  # noqa: BLE001 - a spec's view must not hide the trace
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a spec's view must not hide the trace
         return Rendered((), {}, f"(the view failed: {type(exc).__name__}: {exc})")
 
 
@@ -92,7 +92,7 @@ def events(view: View, step: Step) -> list[Event]:
     try:
         lanes = {*lane_names(view.lanes(step.before)), *lane_names(view.lanes(step.after))}
         return [e for e in view.events(step) if not event_problem(e, lanes)]
-    except Exception:  # noqa: BLE001 - the narration still tells the step
+    except (Exception, SystemExit):  # noqa: BLE001 - the narration still tells the step
         return []
 
 
@@ -198,7 +198,7 @@ def check_declared(machine: Any) -> None:
     def run(fn: Callable, what: str, at: str, *args: Any) -> Any:
         try:
             return fn(*args)
-        except Exception as exc:  # noqa: BLE001 - the spec's own code
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - the spec's own code
             raise SpecError(f"{spec}: the {what} ({_where(fn)}) fails on {at}: "
                             f"{type(exc).__name__}: {exc}") from None
 

@@ -473,3 +473,43 @@ def test_an_empty_folder_name_is_refused_not_taken_for_none_or_here(args):
 def test_a_bad_meta_names_the_trace_once(change, message, a_trace):
     edited = _edited(a_trace, "edited.itf.json", change)
     assert one_error_line(ctmc("trace", "check", str(edited))) == f"error: {edited}: {message}"
+
+
+QUITTING_SPEC = '''\
+import sys
+from checker.lang import Int, Spec, require
+S = Spec("quits", "")
+@S.build
+def _(m, p):
+    m.var("c", Int(0, 2), init=0)
+    if p.where == "build":
+        sys.exit(0)
+    @m.action()
+    def inc(s):
+        if p.where == "action":
+            sys.exit(0)
+        require(s.c < 2)
+        s.c = s.c + 1
+    @m.invariant
+    def Ok(s):
+        if p.where == "invariant":
+            sys.exit(0)
+        return s.c < 3
+S.param("where", "action")
+'''
+
+
+@pytest.mark.parametrize("where, message", [
+    ("build", "spec quits: SystemExit: 0 (quits_spec.py:8)"),
+    ("action", "inc(): SystemExit: 0 (quits_spec.py:12)"),
+    ("invariant", "invariant Ok: SystemExit: 0 (quits_spec.py:18)"),
+])
+def test_spec_code_that_quits_is_one_line_not_a_silent_exit(where, message, tmp_path):
+    """sys.exit(0) in a spec's code would end ctmc with exit 0 and no verdict."""
+    (tmp_path / "quits_spec.py").write_text(QUITTING_SPEC)
+    model = tmp_path / "m.toml"
+    model.write_text(f'spec = "quits_spec.py:S"\n[params]\nwhere = "{where}"\n')
+    shown = message.replace("quits_spec.py", str(tmp_path / "quits_spec.py"))
+    assert one_error_line(ctmc("check", str(model))) == f"error: {shown}"
+    result = ctmc("gate", str(model))  # a gate reports it and goes on
+    assert result.exit_code == 2 and "1 models, 0 as expected, 1 surprise" in result.output

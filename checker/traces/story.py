@@ -79,7 +79,7 @@ def narrate(machine: Machine, name: str, params: dict[str, Any], before: dict[st
         return ""
     try:
         return str(machine.narrator(name, params, before, after))
-    except Exception as exc:  # noqa: BLE001 - the trace still shows
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - the trace still shows
         return f"(narrator failed: {type(exc).__name__}: {exc})"
 
 
