@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from checker.backends.scalar import ScalarMachine
@@ -225,3 +227,24 @@ def test_a_set_domain_is_sorted_even_when_its_values_do_not_compare():
             s.c = 1
 
     assert [dict(a.params)["v"] for a in _spec(body).instantiate({}).actions] == [1, "a"]
+
+
+@pytest.mark.parametrize("name", ["x/../../victim/keep", "Eventually Two", "line\nbreak", "2nd"])
+def test_an_action_or_property_name_must_be_an_identifier(name):
+    """It names trace files: a slash once put a trace outside the traces folder."""
+    def invariant(m, p):
+        m.var("c", Int(0, 1), init=0)
+
+        def ok(s):
+            return s.c < 2
+
+        ok.__name__ = name
+        m.invariant(ok)
+
+    def liveness(m, p):
+        m.var("c", Int(0, 1), init=0)
+        m.liveness(name, lambda s: s.c == 0, lambda s: s.c == 1)
+
+    for body in (invariant, liveness):
+        with pytest.raises(SpecError, match=f"{re.escape(repr(name))} is not a name"):
+            _spec(body).instantiate({})

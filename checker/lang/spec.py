@@ -628,6 +628,12 @@ class ModelBuilder:
         return fn
 
     def _claim(self, name: str) -> None:
+        """Reserve an action's or property's name: a Python identifier, since it names
+        files (a trace's) and is typed in options (--inv), and used once."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise SpecError(f"{name!r} is not a name (letters, digits "
+                            "and _, not starting with a digit); actions and properties name "
+                            "trace files and are given to --inv")
         if name in self._names:
             raise SpecError(f"name {name!r} is declared twice in spec {self.spec.name}")
         self._names.add(name)
