@@ -132,9 +132,14 @@ def _(m, p):
     ('"x"', ["--check-symmetry"],
      "scalarset Node is not a symmetry: swapping its members 0 and 1 changes the successors "
      "of action bump"),
+    # not asked for: every search that stores orbits checks the declaration first
+    ('"x"', [], "scalarset Node is not a symmetry: swapping its members 0 and 1 changes the "
+     "successors of action bump in an initial state; correct the declaration, or search "
+     "every state with --no-symmetry"),
+    ('"x"', ["--engine", "spark"], "scalarset Node is not a symmetry"),
 ])
 def test_a_bad_scalarset_is_one_line(index, args, message, tmp_path, monkeypatch):
-    module = f"user_scalarset_{len(args)}"
+    module = "user_scalarset" + re.sub(r"\W", "_", "_".join([index, *args]))  # one per case
     (tmp_path / f"{module}.py").write_text(SCALARSET_SPEC.replace("INDEX", index))
     (tmp_path / "m.toml").write_text(f'spec = "{module}:SPEC"\n')
     monkeypatch.syspath_prepend(str(tmp_path))

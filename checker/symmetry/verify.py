@@ -13,6 +13,7 @@ left out there: what such a read gives is not specified, so not symmetric.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,25 @@ def check_symmetry(machine: Machine, reachable: int = 2000, random: int = 2000,
             compared[where] = min(compared[where], checker.same_behaviour(words, swap, where))
     return SymmetryReport(tuple(s.name for s in machine.scalarsets), len(group.generators()),
                           compared["a reachable state"], compared["a random in-type state"])
+
+
+_VERIFIED: dict[int, weakref.ref[Machine]] = {}  # machines this process has checked
+
+
+def refuse_a_wrong_declaration(machine: Machine) -> None:
+    """What an engine asks before it stores one state per orbit: a declaration that is
+    not a symmetry would merge states that behave differently, so a search could say
+    "holds" of a property it never checked, or report a trace that does not replay.
+    Asked again of the same machine (a front end's preflight, then the run), it is free."""
+    seen = _VERIFIED.get(id(machine))
+    if seen is not None and seen() is machine:
+        return
+    try:
+        check_symmetry(machine)
+    except SpecError as exc:
+        raise SpecError(f"{exc}; correct the declaration, or search every state with "
+                        "--no-symmetry") from None
+    _VERIFIED[id(machine)] = weakref.ref(machine)
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,7 @@ from checker.outputs import check_folder_takes_files
 from checker.packing import U64, Layout
 from checker.symmetry.canonical import Canonicalizer, reduce_by_orbits
 from checker.symmetry.concrete import concrete_trace
+from checker.symmetry.verify import refuse_a_wrong_declaration
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "bfs-2"
@@ -168,6 +169,8 @@ def preflight(machine: Machine, options: BfsOptions) -> None:
     refuse_unchecked(machine, "bfs", options.max_depth)
     Layout(machine)  # every variable fits a 64-bit word
     refuse_too_many_workers(options.workers)
+    if reduces_by_symmetry(machine, options):
+        refuse_a_wrong_declaration(machine)
     if options.checkpoint_dir and options.resume:
         Checkpoint.check_identity(options.checkpoint_dir, _identity(machine, options))
     elif options.checkpoint_dir:
@@ -202,6 +205,7 @@ def check(machine: Machine, options: BfsOptions | None = None) -> CheckResult:
                      enabled=np.zeros(A, dtype=np.int64),
                      new_states=np.zeros(A, dtype=np.int64), last_save=started)
     if reduces_by_symmetry(machine, options):
+        refuse_a_wrong_declaration(machine)
         search.canon = reduce_by_orbits(kernel)
     if options.checkpoint_dir:
         _take_checkpoint(search)

@@ -101,6 +101,7 @@ from checker.packing import U64, Layout
 from checker.progress import Heartbeat
 from checker.symmetry.canonical import Canonicalizer, reduce_by_orbits
 from checker.symmetry.concrete import concrete_trace
+from checker.symmetry.verify import refuse_a_wrong_declaration
 from checker.traces.trace import Trace
 
 ENGINE_VERSION = "spark-4"
@@ -196,6 +197,7 @@ def check(machine: Machine, options: SparkOptions | None = None,
         kernel = Kernel(machine)
         canon = None
         if ref.symmetry:
+            refuse_a_wrong_declaration(machine)
             canon = reduce_by_orbits(kernel)
         init_states, init_fps = _initial_states(machine, kernel, canon)
         run = _Run(machine, kernel, ref, options, spark, run_dir, progress, init_states,
@@ -252,6 +254,8 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     refuse_unchecked(machine, "spark", options.max_depth)
     Layout(machine)  # every variable fits a 64-bit word
     MachineRef.of(machine)
+    if reduces_by_symmetry(machine, options):
+        refuse_a_wrong_declaration(machine)
     check_master(options.master)
     if options.exchange not in EXCHANGES:
         raise CheckerError(f"--exchange is one of {', '.join(EXCHANGES)}, got {options.exchange!r}")
