@@ -353,7 +353,7 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         folder = resume or run_dir or str(default_path(model.name))
         log = None if spark_log else str(Path(tempfile.gettempdir())
                                           / f"ctmc-spark-{model.name}-{os.getpid()}.log")
-        engine.update(master=master or DEFAULT_MASTER, run_dir=folder,
+        engine.update(master=DEFAULT_MASTER if master is None else master, run_dir=folder,
                       **({"partitions": partitions} if partitions else {}),
                       **({"exchange": exchange} if exchange else {}),
                       **({"spark_log": log} if log else {}))
@@ -405,7 +405,8 @@ def _check_symmetry(args: RunArgs, machine: Machine) -> None:
 
 @main.command()
 @_run_options
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Random seed.")
 @click.option("--steps", type=click.IntRange(min=1), default=100, show_default=True,
               help="Length of each walk.")
 @click.option("--runs", type=click.IntRange(min=1), default=100, show_default=True,
@@ -555,7 +556,8 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
                                       "beyond it, by random walks.")
 @click.option("--walks", type=click.IntRange(min=1), default=2000, show_default=True,
               help="Random walks when the model is too big to exhaust.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the walks.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of the walks.")
 @click.option("--with-spec-lemmas", "spec_lemmas", is_flag=True,
               help="Start from the spec's own lemmas: propose only what they lack.")
 @click.option("--search", type=click.Choice(["cti", "houdini"]), default="cti",
@@ -713,6 +715,9 @@ def trace_show(file: str, full: bool, step: int | None, interactive: bool, raw: 
     tables, changed cells highlighted) when it declares one, else the changed variables."""
     if interactive and (full or step is not None):
         raise click.UsageError("--interactive cannot be combined with --full or --step")
+    if interactive and sys.stdin is None:
+        raise click.UsageError("--interactive waits for Enter on standard input, which is "
+                               "closed")
     from checker.traces.replay import load_trace
     from checker.traces.view import show_trace, show_trace_interactive
 
@@ -957,14 +962,16 @@ def graph_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], fmt: 
     """Write the reachable state graph of a small MODEL: a node per state, an edge per
     transition (action and parameters), the initial states, violating states and
     steps, and the BFS engine's counterexample marked."""
-    from checker.graph import explore, mark_path, to_networkx, write_dot, write_graphml
-    from checker.outputs import check_writable
+    from checker.graph import dot_text, explore, graphml_text, mark_path, to_networkx
+    from checker.outputs import check_writable, replace_text
     from checker.run import BfsOptions, run
 
     model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
                                    False, False))
     out = output or Path(f"{model.name}.{fmt}")
-    check_writable(out, "-o", make_folders=False)
+    to_stdout = out == Path("-")  # the graph on stdout, what is said of it on stderr
+    if not to_stdout:
+        check_writable(out, "-o", make_folders=False)
     depth = model.engine["max_depth"] or None
     graph = explore(machine, max_states, depth, _progress)
     result = run(machine, BfsOptions(max_depth=depth, deadlock=model.engine["deadlock"]))
@@ -979,24 +986,29 @@ def graph_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], fmt: 
             actions.append(trace.loop_action)
         whole = mark_path(graph, states, actions)
     g = to_networkx(graph, machine, "raw" if label == "raw" else "view")
-    (write_dot if fmt == "dot" else write_graphml)(g, out)
+    text = (dot_text if fmt == "dot" else graphml_text)(g)
+    if to_stdout:
+        click.echo(text, nl=False)
+    else:
+        replace_text(out, text)
     violating = sum(1 for n in graph.nodes if n.violates)
-    click.echo(f"wrote {out}: {len(graph.nodes):,} states ({violating:,} violating), "
-               f"{len(graph.edges):,} transitions")
+    click.echo(f"wrote {'the graph' if to_stdout else out}: {len(graph.nodes):,} states "
+               f"({violating:,} violating), {len(graph.edges):,} transitions", err=to_stdout)
     if v is None and result.complete:
         stats = result.stats
         agree = (stats["distinct_states"], stats["generated"]) == \
             (len(graph.nodes), len(graph.edges))
         click.echo(f"the bfs engine {'agrees' if agree else 'DISAGREES'}: "
                    f"{stats['distinct_states']:,} distinct states, {stats['generated']:,} "
-                   f"transitions; no violation")
+                   f"transitions; no violation", err=to_stdout)
         if not agree:
             return _fail("error: the graph and the bfs engine disagree on the counts; "
                          "this is a bug in ctmc (please report it)", EXIT_ERROR)
     elif v is not None:
         click.echo(f"marked: the bfs engine's {len(v.trace)}-step counterexample ({v.kind} "
                    f"{v.name})" + ("" if whole else "; its last step leaves the constraints, "
-                                   "so the graph shows it up to the step before"))
+                                   "so the graph shows it up to the step before"),
+                   err=to_stdout)
     return EXIT_HOLDS
 
 

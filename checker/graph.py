@@ -181,6 +181,11 @@ ON_PATH = {"color": "blue", "fontcolor": "blue", "penwidth": "2.5"}
 
 
 def write_dot(g: nx.MultiDiGraph, path: str | os.PathLike) -> None:
+    """`dot_text(g)` written to `path` (atomically; only over a file ctmc wrote)."""
+    replace_text(path, dot_text(g))
+
+
+def dot_text(g: nx.MultiDiGraph) -> str:
     """Graphviz DOT: initial states with a double border, violating states and steps in
     red, the counterexample in thick blue; node labels left-aligned, line by line."""
     lines = [f"// {MARK}", "digraph states {",
@@ -202,15 +207,20 @@ def write_dot(g: nx.MultiDiGraph, path: str | os.PathLike) -> None:
         lines.append(f"  {_quote(src)} -> {_quote(dst)} [label={_text(text, left=False)}"
                      f"{_attrs(style)}];")
     lines.append("}")
-    replace_text(path, "\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
 def write_graphml(g: nx.MultiDiGraph, path: str | os.PathLike) -> None:
+    """`graphml_text(g)` written to `path` (atomically; only over a file ctmc wrote)."""
+    replace_text(path, graphml_text(g))
+
+
+def graphml_text(g: nx.MultiDiGraph) -> str:
     """GraphML through networkx: every attribute keeps its type (string, int, boolean)."""
     out = io.BytesIO()
     nx.write_graphml(g, out)
     declaration, _, rest = out.getvalue().decode("utf-8").partition("\n")
-    replace_text(path, f"{declaration}\n<!-- {MARK} -->\n{rest}")
+    return f"{declaration}\n<!-- {MARK} -->\n{rest}"
 
 
 def _quote(text: str) -> str:

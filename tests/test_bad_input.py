@@ -518,3 +518,37 @@ def test_spec_code_that_quits_is_one_line_not_a_silent_exit(where, message, tmp_
     assert one_error_line(ctmc("check", str(model))) == f"error: {shown}"
     result = ctmc("gate", str(model))  # a gate reports it and goes on
     assert result.exit_code == 2 and "1 models, 0 as expected, 1 surprise" in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["simulate", "tracker_small", "--seed", "-1"], "Invalid value for '--seed': -1 is not in "
+                                                    "the range x>=0."),
+    (["infer", "tracker_small", "--seed", "-5"], "Invalid value for '--seed': -5 is not in "
+                                                 "the range x>=0."),
+    (["check", "tracker_small", "--engine", "spark", "--master", ""],
+     "the Spark master is empty (expected local[N], local-cluster[N,CORES,MB], "
+     "spark://HOST:PORT, yarn or k8s://URL)"),
+    (["check", "tracker_small", "--engine", "spark", "--master", "local[0]"],
+     "Spark master local[0]: a local master needs at least one core"),
+])
+def test_seeds_and_masters_are_refused_in_one_line(args, message):
+    assert one_error_line(ctmc(*args)) == f"error: {message}"
+
+
+@pytest.mark.parametrize("value", ["abc", "nan", "-3", "0"])
+def test_a_bad_executor_wait_is_one_line_before_spark_starts(value, monkeypatch):
+    monkeypatch.setenv("CTMC_SPARK_EXECUTOR_WAIT", value)
+    line = one_error_line(ctmc("check", "tracker_small", "--engine", "spark"))
+    assert line == f"error: $CTMC_SPARK_EXECUTOR_WAIT is {value!r}, not a number of seconds"
+
+
+def test_trace_show_interactive_with_standard_input_closed_is_one_line(a_trace):
+    import subprocess
+    import sys
+
+    cli = Path(__file__).resolve().parent.parent / "cli.py"
+    done = subprocess.run(["bash", "-c", f'"{sys.executable}" "{cli}" trace show -i '
+                           f'"{a_trace}" <&-'], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == ("error: --interactive waits for Enter on standard input, which "
+                           "is closed\n")

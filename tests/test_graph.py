@@ -413,6 +413,20 @@ def test_the_command_writes_graphml_with_the_engines_counts(tmp_path):
     assert "the bfs engine agrees: 4,742 distinct states, 12,355 transitions" in result.output
 
 
+@pytest.mark.parametrize("fmt", ["dot", "graphml"])
+def test_dash_writes_the_graph_to_stdout_and_what_is_said_of_it_to_stderr(fmt, tmp_path,
+                                                                          monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / f"g.{fmt}"
+    assert _ctmc("graph", "tracker_small", "--format", fmt, "-o", str(out)).return_value == 0
+    result = _ctmc("graph", "tracker_small", "--format", fmt, "-o", "-")
+    assert result.return_value == 0, result.output
+    assert result.stdout == out.read_text()
+    assert "wrote the graph: 4,742 states" in result.stderr
+    assert "the bfs engine agrees" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"g.{fmt}"]
+
+
 def test_the_command_writes_dot_that_graphviz_renders_with_the_counterexample(tmp_path):
     out = tmp_path / "mutex.dot"
     result = _ctmc("graph", "mutex_check_then_set", "--models-dir",

@@ -90,6 +90,7 @@ from checker.engines.spark.run_dir import FILES, SHUFFLE, LevelCounts, Progress,
 from checker.engines.spark.session import (
     INTERRUPTED,
     check_master,
+    executor_wait,
     first_job,
     first_line,
     spark_session,
@@ -257,6 +258,7 @@ def preflight(machine: Machine, options: SparkOptions) -> None:
     if reduces_by_symmetry(machine, options):
         refuse_a_wrong_declaration(machine)
     check_master(options.master)
+    executor_wait()  # a cluster's time to give executors: a number of seconds
     if options.exchange not in EXCHANGES:
         raise CheckerError(f"--exchange is one of {', '.join(EXCHANGES)}, got {options.exchange!r}")
     url = options.run_dir if options.run_dir and is_remote(options.run_dir) else None

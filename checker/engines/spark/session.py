@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import re
 import signal
@@ -183,6 +184,11 @@ def no_pandas_warning() -> Iterator[None]:
 def check_master(master: str) -> None:
     """Refuse, within seconds, a master URL that is malformed or does not answer as a
     Spark master (a closed port, an unroutable host, a web UI or any other service)."""
+    if not master.strip():
+        raise CheckerError("the Spark master is empty (expected local[N], "
+                           "local-cluster[N,CORES,MB], spark://HOST:PORT, yarn or k8s://URL)")
+    if re.fullmatch(r"local\[0+(,\d+)?\]", master):
+        raise CheckerError(f"Spark master {master}: a local master needs at least one core")
     if _LOCAL_MASTER.fullmatch(master) or master == "yarn" or master.startswith("k8s://"):
         return
     if not master.startswith("spark://"):
@@ -240,6 +246,18 @@ def executors(context: Any) -> int:
     return registered if _LOCAL_MASTER.fullmatch(context.master) else registered - 1
 
 
+def executor_wait() -> float:
+    """$CTMC_SPARK_EXECUTOR_WAIT in seconds, or one line saying it is not a number of them."""
+    text = os.environ.get(EXECUTOR_WAIT_ENV, str(EXECUTOR_WAIT_SECONDS))
+    try:
+        wait = float(text)
+    except ValueError:
+        wait = math.nan
+    if not math.isfinite(wait) or wait <= 0:
+        raise CheckerError(f"${EXECUTOR_WAIT_ENV} is {text!r}, not a number of seconds")
+    return wait
+
+
 def first_job(context: Any, job: Callable[[], T], description: str,
               progress: Progress | None) -> T:
     """Run a run's first job, refusing a cluster that gives it no executor.
@@ -252,7 +270,7 @@ def first_job(context: Any, job: Callable[[], T], description: str,
     if _LOCAL_MASTER.fullmatch(context.master):
         context.setJobDescription(description)
         return job()
-    wait = float(os.environ.get(EXECUTOR_WAIT_ENV, EXECUTOR_WAIT_SECONDS))
+    wait = executor_wait()
     group = f"ctmc-first-job-{os.getpid()}"
     outcome: dict[str, Any] = {}
 
