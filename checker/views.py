@@ -120,10 +120,18 @@ def table_problem(tables: Any, lanes: tuple[str, ...]) -> str:
                 not all(isinstance(item, Table) for item in items):
             return f"tables[{lane!r}] must be a list of Table, got {items!r}"
         for item in items:
+            if not item.columns:
+                return f"table {item.title!r} has no columns"
             wrong = [row for row in item.rows if len(row) != len(item.columns)]
             if wrong:
                 return (f"table {item.title!r} has {len(item.columns)} columns but a row "
                         f"of {len(wrong[0])} cells: {list(wrong[0])!r}")
+            for row in item.rows:  # its first cell names the row from step to step
+                try:
+                    hash(row[0])
+                except TypeError:
+                    return (f"table {item.title!r}: a row's first cell names the row, so it "
+                            f"must be a value like a number or a string, got {row[0]!r}")
     return ""
 
 

@@ -261,6 +261,10 @@ VIEW_OK = {"LANES": '["n1", "n2"]', "TABLES": '{"n1": [Table.of("t", ["x"], [[st
     ({"NARRATION": "state"}, "the narration (user_view_10.py:27) fails on step send() from "
                              "the initial state: NameError: name 'state' is not defined"),
     ({"NARRATE_ARGS": "a, p"}, "the narration (user_view_11.py:27) must take 4 arguments"),
+    ({"TABLES": '{"n1": [Table.of("t", [], [[]])]}'}, "table 't' has no columns"),
+    ({"TABLES": '{"n1": [Table.of("t", ["k", "v"], [[[state["x"]], 1]])]}'},
+     "table 't': a row's first cell names the row, so it must be a value like a number or a "
+     "string, got [0]"),
 ])
 def test_a_malformed_view_or_narration_is_refused_when_the_spec_builds(
         change, message, tmp_path, monkeypatch, request):
