@@ -16,6 +16,7 @@ importing the user's file is one line naming the file and the line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -122,9 +123,11 @@ def _import(module_name: str, search: str | os.PathLike | None) -> ModuleType:
 
 def _run_user_code(what: str, run: Callable[[], T]) -> T:
     """Run the import of the user's spec; any failure in it is one line with file:line.
-    Only the spec module itself being absent is left to the caller to word."""
+    Only the spec module itself being absent is left to the caller to word. What it
+    prints goes to stderr: stdout is the command's (its --json, say)."""
     try:
-        return run()
+        with contextlib.redirect_stdout(sys.stderr):
+            return run()
     except ModuleNotFoundError as exc:
         if exc.name is not None and (what == exc.name or what.startswith(exc.name + ".")):
             raise

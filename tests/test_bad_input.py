@@ -556,3 +556,20 @@ def test_trace_show_interactive_with_standard_input_closed_is_one_line(a_trace):
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == ("error: --interactive waits for Enter on standard input, which "
                            "is closed\n")
+
+
+def test_what_a_spec_prints_goes_to_stderr_so_json_stays_json(tmp_path):
+    (tmp_path / "chatty_spec.py").write_text(
+        "from checker.lang import Int, Spec\n"
+        "print('hello from the import')\n"
+        "S = Spec('chatty', '')\n"
+        "@S.build\n"
+        "def _(m, p):\n"
+        "    print('hello from the build')\n"
+        "    m.var('c', Int(0, 1), init=0)\n")
+    model = tmp_path / "m.toml"
+    model.write_text('spec = "chatty_spec.py:S"\n[engine]\ndeadlock = false\n')
+    result = ctmc("check", str(model), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["outcome"] == "holds"
+    assert "hello from the import" in result.stderr and "hello from the build" in result.stderr

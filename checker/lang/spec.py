@@ -22,6 +22,7 @@ sequential semantics: a read after an assignment sees the new value.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import itertools
 import math
@@ -210,7 +211,8 @@ class Spec:
             raise SpecError(f"spec {self.name} has no build function")
         builder = ModelBuilder(self, params, progress)
         try:
-            self._build(builder, params)
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is the command's (--json)
+                self._build(builder, params)
         except CheckerError as exc:
             raise SpecError(_located(exc, f"spec {self.name}")) from None
         except (Exception, SystemExit) as exc:  # a bug in the spec's own Python code
