@@ -566,7 +566,10 @@ def test_what_a_spec_prints_goes_to_stderr_so_json_stays_json(tmp_path):
         "@S.build\n"
         "def _(m, p):\n"
         "    print('hello from the build')\n"
-        "    m.var('c', Int(0, 1), init=0)\n")
+        "    m.var('c', Int(0, 1), init=0)\n"
+        "    @m.action()\n"
+        "    def inc(s):\n"
+        "        s.c = 1\n")
     model = tmp_path / "m.toml"
     model.write_text('spec = "chatty_spec.py:S"\n[engine]\ndeadlock = false\n')
     result = ctmc("check", str(model), "--json")
