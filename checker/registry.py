@@ -111,14 +111,23 @@ def _load_file(path: Path) -> ModuleType:
 
 
 def _import(module_name: str, search: str | os.PathLike | None) -> ModuleType:
-    """Import a spec module, the model's folder first on the import path."""
-    if search is not None and str(Path(search).resolve()) not in sys.path:
-        sys.path.insert(0, str(Path(search).resolve()))
+    """Import a spec module, the model's folder first on the import path while it is
+    imported, and last afterwards: a helper module there named like one of Python's
+    own (numbers.py, fractions.py) must not take its place when numpy or z3 imports
+    it later, while the spec's own later imports of its helpers still find them."""
+    folder = "" if search is None else str(Path(search).resolve())
+    added = bool(folder) and folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
     try:
         return _run_user_code(module_name, lambda: importlib.import_module(module_name))
     except ModuleNotFoundError as exc:
-        where = f" (looked in {Path(search).resolve()} and the import path)" if search else ""
+        where = f" (looked in {folder} and the import path)" if folder else ""
         raise ModelError(f"cannot import spec module {module_name!r}: {exc}{where}") from None
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
+            sys.path.append(folder)
 
 
 def _run_user_code(what: str, run: Callable[[], T]) -> T:

@@ -576,3 +576,24 @@ def test_what_a_spec_prints_goes_to_stderr_so_json_stays_json(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["outcome"] == "holds"
     assert "hello from the import" in result.stderr and "hello from the build" in result.stderr
+
+
+def test_a_helper_named_like_a_python_module_beside_the_spec_does_not_replace_it(tmp_path):
+    """The model's folder is first on the import path only while the spec imports (in a
+    process of its own: this one imported Python's modules long ago)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "project"
+    folder.mkdir()
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    (folder / "my_mutex_spec.py").write_text((examples / "mutex" / "mutex.py").read_text())
+    (folder / "numbers.py").write_text("LIMIT = 3\n")  # numpy imports Python's numbers
+    (folder / "fractions.py").write_text("X = 1\n")  # the simulator imports Python's
+    model = folder / "m.toml"
+    model.write_text('spec = "my_mutex_spec:MUTEX"\n[engine]\ndeadlock = false\n')
+    cli = Path(__file__).resolve().parent.parent / "cli.py"
+    for command in (["check"], ["simulate", "--runs", "3"]):
+        done = subprocess.run([sys.executable, str(cli), *command, str(model), "-q"],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
