@@ -67,6 +67,8 @@ class _Cli(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
+        if os.environ.get("COLUMNS", "1").strip() == "0":  # Rich would print nothing at all
+            del os.environ["COLUMNS"]
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:

@@ -299,3 +299,10 @@ def test_ctrl_c_while_python_loads_the_command_is_one_line(monkeypatch, capsys):
     with pytest.raises(SystemExit) as ended:
         ctmc.main()
     assert ended.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+
+
+def test_columns_zero_still_prints_the_verdict(monkeypatch, tmp_path):
+    monkeypatch.setenv("COLUMNS", "0")  # Rich would draw every line zero columns wide
+    result = run(Path(__file__).resolve().parent.parent / "models", "check", "tracker_small",
+                 "-q")
+    assert result.exit_code == 0 and "holds: no violation" in result.stdout, result.output
