@@ -5,7 +5,7 @@ run an engine, report. The work lives in `checker`; this module only wires
 and prints. Exit codes: 0 the properties hold (or are proved), 1 a violation was
 found, 2 bad input or a spec error (one line on stderr, never a traceback), 3
 inconclusive (a proof found its invariants not inductive, or a solver gave up),
-130 interrupted.
+130 interrupted, 141 standard output closed early (a broken pipe).
 Engines and trace tools are imported inside commands, so `--help` and `list`
 stay fast and keep working while one of them is broken.
 """
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
 
 from checker.errors import CheckerError, shown_path
 from checker.models import BENCH_MODELS_DIR, MODELS_DIR
+from checker.reporting.console import Console, reader_gone
 from checker.reporting.live import ProgressDisplay
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ class _Cli(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             raise _Interrupted("interrupted") from None
+        except BrokenPipeError:  # click would exit with 1, which says "violation"
+            reader_gone()
 
 
 def _fail(message: str, code: int) -> int:
@@ -119,7 +121,8 @@ def _fail(message: str, code: int) -> int:
 
 @click.group(cls=_Cli, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="Exit codes: 0 holds (or proved), 1 violation found, 2 bad input or spec "
-                    "error, 3 inconclusive (not inductive, or solver unknown), 130 interrupted.")
+                    "error, 3 inconclusive (not inductive, or solver unknown), 130 interrupted, "
+                    "141 standard output closed early.")
 @click.option("--models-dir", type=_Folder(file_okay=False, path_type=Path),
               default=MODELS_DIR, show_default="the models folder that ships with ctmc",
               help="Where bare model names (like tracker_small) are looked up; the "

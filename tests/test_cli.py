@@ -306,3 +306,20 @@ def test_columns_zero_still_prints_the_verdict(monkeypatch, tmp_path):
     result = run(Path(__file__).resolve().parent.parent / "models", "check", "tracker_small",
                  "-q")
     assert result.exit_code == 0 and "holds: no violation" in result.stdout, result.output
+
+
+@pytest.mark.parametrize("args", [["check", "tracker_small"],
+                                  ["check", "mutation_reset_cur_on_prev_exit", "-q"],
+                                  ["list"]], ids=["holds", "violated", "list"])
+def test_a_reader_that_goes_away_ends_ctmc_with_141_not_a_verdict(args, tmp_path):
+    """`ctmc check | head`: exit 1 would say a property is violated."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, str(Path(__file__).resolve().parent.parent / "cli.py"), *args]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=tmp_path) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before ctmc writes anything
+        err = proc.stderr.read().decode()
+    assert proc.returncode == 141 and "Traceback" not in err, err

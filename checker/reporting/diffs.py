@@ -12,13 +12,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from checker.diff.compare import ModelDiff
 from checker.diff.run import SAME_MEANING, DiffReport
 from checker.outputs import MARK, replace_text
 from checker.reporting.cells import add_row
+from checker.reporting.console import Console
 
 
 def status(model: ModelDiff, fail_on: tuple[str, ...]) -> str:

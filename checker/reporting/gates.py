@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from checker.gate import GateReport
 from checker.reporting.cells import add_row
+from checker.reporting.console import Console
 
 _COLUMNS = ("model", "expected", "got", "states", "diameter", "cex steps", "seconds",
             "verdict")

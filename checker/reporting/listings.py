@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -13,6 +12,7 @@ from rich.text import Text
 from checker.errors import CheckerError
 from checker.lang.spec import Spec
 from checker.reporting.cells import add_row
+from checker.reporting.console import Console
 
 
 def list_specs(console: Console) -> None:

@@ -9,7 +9,8 @@ import time
 from typing import Any
 
 import click
-from rich.console import Console
+
+from checker.reporting.console import Console
 
 
 class ProgressDisplay:

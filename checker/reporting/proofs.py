@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
 
 from checker.engines.result import UNKNOWN
@@ -22,6 +21,7 @@ from checker.engines.symbolic.induction import COUNTEREXAMPLE, NOT_INDUCTIVE, PR
 from checker.engines.symbolic.infer import InferResult, as_source
 from checker.lang.machine import Machine
 from checker.models import Model
+from checker.reporting.console import Console
 from checker.reporting.verdicts import how_to_view
 
 

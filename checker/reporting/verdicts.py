@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -16,6 +15,7 @@ from checker.engines.result import CheckResult
 from checker.lang.machine import Machine
 from checker.models import Model, property_names
 from checker.reporting.cells import add_row, formatted
+from checker.reporting.console import Console
 
 _STAT_FORMATS = {
     "distinct_states": ("distinct states", "{:,}"),
