@@ -662,7 +662,10 @@ def _report(args: RunArgs, model: Model, machine: Machine, engine: dict[str, Any
         click.echo(json.dumps(json_report(model, machine, engine, result, trace_file, matches),
                               indent=2, default=str))
     else:
-        print_verdict(console, model, result, trace_file, matches)
+        from checker.models import property_names
+
+        print_verdict(console, model, result, trace_file, matches,
+                      nothing_selected=not property_names(machine) and not engine["deadlock"])
     if unwritten:
         _fail(f"error: {unwritten}", EXIT_ERROR)
     return {HOLDS: EXIT_HOLDS, VIOLATED: EXIT_VIOLATION, ERROR: EXIT_ERROR,

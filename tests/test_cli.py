@@ -323,3 +323,25 @@ def test_a_reader_that_goes_away_ends_ctmc_with_141_not_a_verdict(args, tmp_path
         proc.stdout.close()  # before ctmc writes anything
         err = proc.stderr.read().decode()
     assert proc.returncode == 141 and "Traceback" not in err, err
+
+
+def test_a_run_that_checks_no_property_says_so_in_its_verdict(tmp_path):
+    (tmp_path / "no_props_spec.py").write_text(
+        "from checker.lang import Int, Spec, require\n"
+        "S = Spec('np', '')\n"
+        "@S.build\n"
+        "def _(m, p):\n"
+        "    m.var('c', Int(0, 2), init=0)\n"
+        "    @m.action()\n"
+        "    def inc(s):\n"
+        "        require(s.c < 2)\n"
+        "        s.c = s.c + 1\n")
+    (tmp_path / "m.toml").write_text('spec = "no_props_spec.py:S"\n[engine]\ndeadlock = false\n')
+    result = run(tmp_path, "check", str(tmp_path / "m.toml"))
+    assert result.exit_code == 0, result.output
+    assert "checking no property (the model selects none, and deadlocks are not checked)" \
+        in result.stdout
+    assert "holds: no evaluation error in any reachable state, but the run checked no " \
+        "property" in result.stdout
+    with_deadlock = run(tmp_path, "check", str(tmp_path / "m.toml"), "--deadlock")
+    assert "checking Deadlock" in with_deadlock.stdout

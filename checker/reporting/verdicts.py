@@ -31,6 +31,9 @@ _VIOLATION_HEADS = {"invariant": "invariant {} violated", "step_invariant":
                     "error": "evaluation error"}
 
 
+_NOTHING_SELECTED = "no property (the model selects none, and deadlocks are not checked)"
+
+
 def print_header(console: Console, model: Model, machine: Machine,
                  engine: dict[str, Any]) -> None:
     """The model, its spec, parameters and mutations; what is checked, with what."""
@@ -40,8 +43,8 @@ def print_header(console: Console, model: Model, machine: Machine,
                            f"mutations: {', '.join(machine.mutations) or 'none'}"))
     checked = property_names(machine) + (["Deadlock"] if engine["deadlock"] else [])
     settings = ", ".join(f"{k}={v}" for k, v in engine.items() if k != "name")
-    console.print(f"checking {', '.join(checked) or 'nothing'} with {engine['name']} "
-                  f"({settings})", markup=False)
+    console.print(f"checking {', '.join(checked) or _NOTHING_SELECTED} with "
+                  f"{engine['name']} ({settings})", markup=False)
 
 
 def print_stats(console: Console, stats: dict[str, Any]) -> None:
@@ -88,15 +91,20 @@ def print_coverage(console: Console, coverage: list[dict[str, Any]]) -> None:
 
 
 def print_verdict(console: Console, model: Model, result: CheckResult,
-                  trace_file: Path | None, matches: bool | None) -> None:
+                  trace_file: Path | None, matches: bool | None,
+                  nothing_selected: bool = False) -> None:
     """holds / no violation found (bounded) / what was violated and where its trace
-    is; then whether that is what the model file expects."""
+    is; then whether that is what the model file expects. With `nothing_selected` (no
+    property, no deadlock check), "holds" says how little that means."""
     v = result.violation
     if result.outcome == "unknown":
         console.print("[yellow bold]unknown[/]: " + escape(
             f"{result.stats.get('unknown', 'the solver gave up')}; this is not a proof"))
         return
-    if v is None and result.complete:
+    if v is None and result.complete and nothing_selected:
+        console.print("[green]holds[/]: no evaluation error in any reachable state, but "
+                      f"the run checked {_NOTHING_SELECTED}")
+    elif v is None and result.complete:
         console.print("[green]holds[/]: no violation in any reachable state")
     elif v is None:
         console.print("[green]no violation found[/] (exploration was bounded: not a proof)")
