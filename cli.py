@@ -57,6 +57,10 @@ class _Folder(click.Path):
         return super().convert(value, param, ctx)
 
 
+class _Inconclusive(Exception):
+    """The command stopped before it could answer (its --timeout ran out early)."""
+
+
 class _Interrupted(Exception):
     """Ctrl-C during a run, carrying what to tell the user (e.g. how to resume)."""
 
@@ -80,6 +84,8 @@ class _Cli(click.Group):
             code = _fail(f"error: {exc}", EXIT_ERROR)
         except _Interrupted as exc:
             code = _fail(str(exc), EXIT_INTERRUPTED)
+        except _Inconclusive as exc:
+            code = _fail(str(exc), EXIT_INCONCLUSIVE)
         except click.Abort:
             code = _fail("interrupted", EXIT_INTERRUPTED)
         except OSError as exc:  # the file system refused: a name too long, a full disk...
@@ -315,6 +321,7 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
           exchange: str | None, driver_levels: bool | None, spark_log: bool, symmetry: bool,
           check_symmetry: bool, workers: int | None) -> int:
     """Explore every reachable state of MODEL (a file, or a name in the models folder)."""
+    started = time.perf_counter()  # a --timeout counts the spec's build too
     spark_only = {"--master": master, "--partitions": partitions, "--run-dir": run_dir,
                   "--exchange": exchange, "--spark-log": spark_log or None,
                   "--driver-levels" if driver_levels else "--no-driver-levels": driver_levels}
@@ -341,7 +348,7 @@ def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: st
         raise click.UsageError(f"{'--checkpoint' if checkpoint else '--run-dir'} and --resume "
                                "name different folders")
     _check_trace_out(args.trace_out)
-    model, machine = _load(args)
+    model, machine = _load(args, timeout=timeout, started=started)
     engine: dict[str, Any] = {
         "name": engine_name,
         "max_depth": model.engine["max_depth"] if max_depth is None else max_depth,
@@ -422,8 +429,9 @@ def simulate(args: RunArgs, seed: int, steps: int, runs: int, timeout: float | N
     checked on the lassos the walks close."""
     from checker.run import SimulationOptions, preflight, run
 
+    started = time.perf_counter()  # a --timeout counts the spec's build too
     _check_trace_out(args.trace_out)
-    model, machine = _load(args)
+    model, machine = _load(args, timeout=timeout, started=started)
     engine: dict[str, Any] = {
         "name": "simulate", "seed": seed, "steps": steps, "runs": runs,
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
@@ -445,16 +453,27 @@ def _check_trace_out(path: Path | None) -> None:
         check_writable(path, "--trace-out")
 
 
-def _load(args: RunArgs, proof: bool = False) -> tuple[Model, Machine]:
+def _load(args: RunArgs, proof: bool = False, timeout: float | None = None,
+          started: float | None = None) -> tuple[Model, Machine]:
     """The model file, changed by --inv and --mutation, and its machine; building a big
-    one reports its progress. Bare names are looked up among the models, then the
-    benchmark models."""
+    one reports its progress, and a spec whose own code runs past `timeout` (seconds
+    since `started`, the command's start) is stopped. Bare names are looked up among
+    the models, then the benchmark models."""
     from checker.models import build_machine, load_model, reshape
+    from checker.progress import Heartbeat
+    from checker.time_limit import TimeLimitReached, time_limit
 
-    model = load_model(args.model, args.models_dir, also=(BENCH_MODELS_DIR,))
-    if args.reshaped:
-        model = reshape(model, args.invariants, args.mutations)
-    return model, build_machine(model, args.overrides, proof, args.progress)
+    left = None if timeout is None else timeout - (time.perf_counter() - (started or 0.0))
+    try:
+        with Heartbeat(args.progress, "loading the model and building its spec"), \
+                time_limit(left):
+            model = load_model(args.model, args.models_dir, also=(BENCH_MODELS_DIR,))
+            if args.reshaped:
+                model = reshape(model, args.invariants, args.mutations)
+            return model, build_machine(model, args.overrides, proof, args.progress)
+    except TimeLimitReached:
+        raise _Inconclusive(f"unknown: timeout ({timeout:g} s) while loading the model and "
+                            "building its spec; this is not a proof") from None
 
 
 # --- the Z3 engines ---------------------------------------------------------------
@@ -471,7 +490,7 @@ def bmc_cmd(args: RunArgs, depth: int, timeout: float | None) -> int:
 
     started = time.perf_counter()  # --timeout counts loading and encoding too
     _check_trace_out(args.trace_out)
-    model, machine = _load(args)
+    model, machine = _load(args, timeout=timeout, started=started)
     engine: dict[str, Any] = {
         "name": "bmc", "depth": depth, "timeout": timeout,
         "deadlock": model.engine["deadlock"] if args.deadlock is None else args.deadlock,
@@ -528,7 +547,7 @@ def prove_cmd(args: RunArgs, k: int | None, timeout: float | None,
         raise click.UsageError("--mine seeds pdr; induction uses the spec's lemmas (ctmc "
                                "infer finds lemmas for it)")
     _check_trace_out(args.trace_out)
-    model, machine = _load(args, proof=True)
+    model, machine = _load(args, proof=True, timeout=timeout, started=started)
     engine: dict[str, Any] = {
         "name": "prove" if engine_name == "induction" else "pdr",
         "timeout": timeout or model.proof["timeout"] or None,
@@ -590,7 +609,7 @@ def infer_cmd(models_dir: Path, model_arg: str, overrides: dict[str, str], max_s
 
     started = time.perf_counter()  # --timeout counts loading and encoding too
     model, machine = _load(RunArgs(models_dir, model_arg, overrides, (), (), None, None,
-                                   as_json, quiet))
+                                   as_json, quiet), timeout=timeout, started=started)
     try:
         result = infer(machine, InferOptions(max_states=max_states, walks=walks, seed=seed,
                                              timeout=timeout, started=started,

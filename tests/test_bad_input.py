@@ -597,3 +597,31 @@ def test_a_helper_named_like_a_python_module_beside_the_spec_does_not_replace_it
         done = subprocess.run([sys.executable, str(cli), *command, str(model), "-q"],
                               capture_output=True, text=True, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
+
+
+LOOPING_SPEC = '''\
+from checker.lang import Int, Spec, require
+S = Spec("loops", "")
+@S.build
+def _(m, p):
+    m.var("c", Int(0, 2), init=0)
+    @m.action()
+    def inc(s):
+        try:
+            while True:  # a spec's bug; its own except cannot swallow the time limit
+                pass
+        except Exception:
+            pass
+'''
+
+
+@pytest.mark.parametrize("command", ["check", "simulate", "bmc", "prove"])
+def test_a_spec_that_loops_while_it_builds_is_stopped_by_the_timeout(command, tmp_path):
+    (tmp_path / "loops_spec.py").write_text(LOOPING_SPEC)
+    model = tmp_path / "m.toml"
+    model.write_text('spec = "loops_spec.py:S"\n')
+    result = ctmc(command, str(model), "--timeout", "0.5")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "unknown: timeout (0.5 s) while loading the model and building its spec; this is "
+        "not a proof")
