@@ -463,7 +463,8 @@ def _load(args: RunArgs, proof: bool = False, timeout: float | None = None,
     from checker.progress import Heartbeat
     from checker.time_limit import TimeLimitReached, time_limit
 
-    left = None if timeout is None else timeout - (time.perf_counter() - (started or 0.0))
+    spent = 0.0 if started is None else time.perf_counter() - started
+    left = None if timeout is None else timeout - spent
     try:
         with Heartbeat(args.progress, "loading the model and building its spec"), \
                 time_limit(left):
