@@ -314,7 +314,8 @@ def _finite(param: click.Parameter, value: float | None) -> float | None:
               help="Store one state per orbit of the spec's scalarsets (bfs, and spark for a "
                    "model without liveness; liveness is still checked on every state).")
 @click.option("--check-symmetry", is_flag=True,
-              help="First test that the spec's scalarsets are symmetries; refuse if not.")
+              help="Test the spec's scalarsets first and print what was compared, even "
+                   "with --no-symmetry (a search that stores orbits always tests them).")
 def check(args: RunArgs, max_depth: int | None, engine_name: str, checkpoint: str | None,
           checkpoint_every: float, timeout: float | None, master: str | None,
           partitions: int | None, run_dir: str | None, resume: str | None,
