@@ -511,6 +511,11 @@ def test_the_page_says_why_and_dims_what_does_not_matter(relay_page: Path, brows
     assert [i for i, c in classes.items() if "sets" in c] == [4, 5]
     # a step named in the explanation is a link to it
     browser.find_element("css selector", '#why-sets a[data-step="4"]').click()
+    # the link changes the address's #step, whose hashchange event selects the step once
+    # the click has returned: wait for it
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    WebDriverWait(browser, 5).until(lambda b: _selected(b) == [4])
     assert _selected(browser) == [4]
     assert browser.find_element("id", "step-title").text == "Step 4: relay(i=2)"
     browser.find_element("id", "raw").click()  # open the whole state
